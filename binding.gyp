@@ -1,0 +1,20 @@
+{
+  "targets": [
+    {
+      "target_name": "knit_native",
+      "sources": [
+        "native/src/addon.cc",
+        "native/src/errors.cc",
+        "native/src/ns_thread.cc"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "native/src"
+      ],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "_GNU_SOURCE"],
+      "cflags_cc": ["-std=c++17", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "cflags_cc!": ["-fno-exceptions"],
+      "libraries": ["-lpthread"]
+    }
+  ]
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// `npm test`: build the addon and the TypeScript, run every ava test, and end with the line
+// CI reads: "N passed, N failed". ava prints no such line (and none at all for passes when
+// something fails), so we run it with --tap and count. Extra args go to ava (file globs,
+// --match). A run that executes no test counts as a failure.
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+process.chdir(root);
+
+function step(label, cmd, args) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit' });
+  if (r.status !== 0) {
+    console.log(`build failed at: ${label}`);
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  }
+}
+
+step('native addon (cmake-js)', process.execPath, ['node_modules/cmake-js/bin/cmake-js', 'compile', '--directory', 'native', '--out', 'build/native', '--log-level', 'warn']);
+step('typescript (tsc)', process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json']);
+
+const ava = spawn(process.execPath, ['node_modules/ava/entrypoints/cli.mjs', '--tap', ...process.argv.slice(2)], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+createInterface({ input: ava.stdout }).on('line', (line) => {
+  console.log(line);
+  if (/^ok \d+/.test(line)) {
+    if (/# SKIP/.test(line)) skipped++;
+    else passed++;
+  } else if (/^not ok \d+/.test(line)) {
+    if (/# TODO/.test(line)) skipped++;
+    else failed++;
+  }
+});
+ava.on('close', (code) => {
+  if (code !== 0 && failed === 0) failed = 1; // ava crashed or a file failed outside a test
+  if (passed + failed === 0) failed = 1; // ran nothing: that is a failure
+  console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+  process.exit(failed ? 1 : 0);
+});

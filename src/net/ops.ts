@@ -1,0 +1,243 @@
+// The vocabulary of kernel changes knit makes. An Op is plain data: strategies build plans out
+// of ops, the journal stores them as JSON before they run, recovery replays their inverses,
+// and the native addon executes them in batches on a netlink handle bound to one netns.
+//
+// Netns references are paths (a pinned netns file or /proc/<pid>/ns/net); the addon opens
+// them itself. A link is referenced by name or ifindex *in the handle's netns*.
+
+export type LinkRef = string | number;
+
+/** Names a delete may find already gone; with ignoreMissing the op reports {skipped:true}. */
+export interface Tolerant {
+  /** Treat "no such device/address/route/qdisc" as success (undo and GC paths). */
+  ignoreMissing?: boolean;
+}
+
+interface LinkCommon {
+  name: string;
+  mtu?: number;
+  mac?: string;
+  /** IFLA_IFALIAS: knit tags everything it creates with "knit:<...>" so GC finds it. */
+  alias?: string;
+  group?: number;
+  /** Enslave to this bridge (in the same request). */
+  master?: LinkRef;
+  up?: boolean;
+  txqlen?: number;
+}
+
+export interface VethPeer {
+  name: string;
+  mac?: string;
+  mtu?: number;
+  alias?: string;
+  /** Create the peer straight inside this netns (IFLA_NET_NS_FD in the same request). */
+  netns?: string;
+}
+
+export type LinkAddOp =
+  | (LinkCommon & { op: 'link.add'; kind: 'veth'; peer: VethPeer })
+  | (LinkCommon & { op: 'link.add'; kind: 'bridge'; stpOff?: boolean })
+  | (LinkCommon & {
+      op: 'link.add';
+      kind: 'macvlan' | 'macvtap';
+      parent: LinkRef;
+      mode?: 'private' | 'vepa' | 'bridge' | 'passthru' | 'source';
+    })
+  | (LinkCommon & {
+      op: 'link.add';
+      kind: 'vxlan';
+      vni: number;
+      port?: number;
+      local?: string;
+      remote?: string;
+      group?: number;
+      dev?: LinkRef;
+      learning?: boolean;
+    });
+
+export interface LinkSetOp {
+  op: 'link.set';
+  link: LinkRef;
+  up?: boolean;
+  mtu?: number;
+  mac?: string;
+  /** Rename (the link must be down). */
+  name?: string;
+  /** Enslave; null = nomaster. */
+  master?: LinkRef | null;
+  /** Move into this netns (path). Combine with name to rename and move in one request. */
+  netns?: string;
+  /** '' clears the alias. */
+  alias?: string;
+  group?: number;
+  txqlen?: number;
+  /** Bridge port: hairpin (reflective relay), for pods reaching their own service IP. */
+  hairpin?: boolean;
+}
+
+export interface LinkDelOp extends Tolerant { op: 'link.del'; link: LinkRef }
+/** Deletes every link in a group with one RTM_DELLINK: one RCU wait for all of them. */
+export interface LinkDelGroupOp { op: 'link.delGroup'; group: number }
+export interface LinkGetOp { op: 'link.get'; link: LinkRef; /** include IFLA_VFINFO_LIST */ vfs?: boolean }
+export interface LinkListOp { op: 'link.list'; kind?: string }
+
+export interface AddrOp extends Tolerant {
+  op: 'addr.add' | 'addr.del';
+  link: LinkRef;
+  /** CIDR, v4 or v6: "10.0.0.2/24", "fd00::2/64". */
+  address: string;
+  peer?: string;
+  scope?: 'global' | 'link' | 'host';
+  noDad?: boolean;
+  noPrefixRoute?: boolean;
+}
+export interface AddrListOp { op: 'addr.list'; link?: LinkRef; family?: 4 | 6 }
+
+export interface RouteOp extends Tolerant {
+  op: 'route.add' | 'route.replace' | 'route.del';
+  /** CIDR or "default" (then family says v4 or v6; default 4). */
+  dst: string;
+  family?: 4 | 6;
+  gateway?: string;
+  link?: LinkRef;
+  table?: number;
+  metric?: number;
+  scope?: 'universe' | 'link' | 'host';
+  onlink?: boolean;
+  /** RTAX_MTU */
+  mtu?: number;
+  src?: string;
+}
+export interface RouteListOp { op: 'route.list'; family?: 4 | 6; table?: number }
+
+export interface NeighOp extends Tolerant {
+  op: 'neigh.add' | 'neigh.del';
+  link: LinkRef;
+  address: string;
+  /** Required for add (permanent entry); absent for proxy entries. */
+  lladdr?: string;
+  /** NTF_PROXY entry: answer NDP/ARP for this address on link (routed mode). */
+  proxy?: boolean;
+}
+export interface NeighListOp { op: 'neigh.list'; link?: LinkRef; family?: 4 | 6 }
+
+export interface QdiscOp extends Tolerant {
+  op: 'qdisc.add' | 'qdisc.del';
+  link: LinkRef;
+  kind: 'ingress' | 'clsact';
+}
+export interface QdiscListOp { op: 'qdisc.list'; link?: LinkRef }
+
+/** u32 match-all filter with a mirred egress redirect: Kata's tcfilter pattern. */
+export interface RedirectFilterAddOp {
+  op: 'filter.add';
+  link: LinkRef;
+  /** ingress qdisc (ffff:) or clsact's ingress/egress hooks. */
+  parent: 'ingress' | 'egress';
+  redirectTo: LinkRef;
+  prio?: number;
+}
+export interface FilterDelOp extends Tolerant { op: 'filter.del'; link: LinkRef; parent: 'ingress' | 'egress'; prio?: number }
+export interface FilterListOp { op: 'filter.list'; link: LinkRef; parent: 'ingress' | 'egress' }
+
+/** PF-side settings of one SR-IOV VF (what `ip link set PF vf N ...` sends). */
+export interface VfSetOp {
+  op: 'vf.set';
+  link: LinkRef;
+  vf: number;
+  mac?: string;
+  vlan?: number;
+  qos?: number;
+  vlanProto?: '802.1Q' | '802.1ad';
+  spoofchk?: boolean;
+  trust?: boolean;
+  minTxRate?: number;
+  maxTxRate?: number;
+  linkState?: 'auto' | 'enable' | 'disable';
+}
+
+/** Write /proc/sys/<key with dots as slashes> inside the handle's netns. */
+export interface SysctlSetOp { op: 'sysctl.set'; key: string; value: string }
+export interface SysctlGetOp { op: 'sysctl.get'; key: string }
+
+/** A tun/tap made by opening /dev/net/tun inside the handle's netns. */
+export interface TunAddOp {
+  op: 'tun.add';
+  name: string;
+  mode: 'tap' | 'tun';
+  /** >1 sets IFF_MULTI_QUEUE and opens that many queues. */
+  queues?: number;
+  owner?: number;
+  group?: number;
+  vnetHdr?: boolean;
+  /** Keep the device after the fds close (default true). */
+  persist?: boolean;
+  /** Return the queue fds instead of closing them (the caller must close or pass them). */
+  returnFds?: boolean;
+}
+
+export type Op =
+  | LinkAddOp | LinkSetOp | LinkDelOp | LinkDelGroupOp | LinkGetOp | LinkListOp
+  | AddrOp | AddrListOp | RouteOp | RouteListOp | NeighOp | NeighListOp
+  | QdiscOp | QdiscListOp | RedirectFilterAddOp | FilterDelOp | FilterListOp
+  | VfSetOp | SysctlSetOp | SysctlGetOp | TunAddOp;
+
+export type OpName = Op['op'];
+
+// ---- what ops return -------------------------------------------------------------------
+
+export interface LinkInfo {
+  index: number;
+  name: string;
+  kind?: string;
+  mtu: number;
+  mac?: string;
+  up: boolean;
+  lowerUp: boolean;
+  operstate: string;
+  master?: number;
+  alias?: string;
+  group: number;
+  txqlen?: number;
+  /** IFLA_LINK: the peer / parent ifindex (in link-netnsid's netns when that is set). */
+  parentIndex?: number;
+  linkNetnsId?: number;
+  numTxQueues?: number;
+  vfs?: VfInfo[];
+}
+
+export interface VfInfo {
+  vf: number;
+  mac: string;
+  vlan: number;
+  qos: number;
+  vlanProto?: '802.1Q' | '802.1ad';
+  spoofchk?: boolean;
+  trust?: boolean;
+  minTxRate?: number;
+  maxTxRate?: number;
+  linkState?: 'auto' | 'enable' | 'disable';
+}
+
+export interface AddrInfo { index: number; family: 4 | 6; address: string; prefixLen: number; peer?: string; scope: string; flags: string[] }
+export interface RouteInfo { family: 4 | 6; dst: string; gateway?: string; index?: number; table: number; metric?: number; scope: string; protocol: string; mtu?: number; onlink?: boolean; src?: string }
+export interface NeighInfo { index: number; family: 4 | 6; address: string; lladdr?: string; state: string[]; proxy: boolean }
+export interface QdiscInfo { index: number; kind: string; handle: string; parent: string }
+export interface FilterInfo { index: number; kind: string; prio: number; protocol: number; redirectTo?: number }
+
+/** Result of one op in a batch, by op name. Mutating ops report the affected ifindex if known. */
+export interface OpResult {
+  skipped?: boolean;
+  index?: number;
+  link?: LinkInfo;
+  links?: LinkInfo[];
+  addrs?: AddrInfo[];
+  routes?: RouteInfo[];
+  neighs?: NeighInfo[];
+  qdiscs?: QdiscInfo[];
+  filters?: FilterInfo[];
+  value?: string;
+  /** tun.add with returnFds. */
+  fds?: number[];
+}
