@@ -5,7 +5,11 @@
       "sources": [
         "native/src/addon.cc",
         "native/src/errors.cc",
-        "native/src/ns_thread.cc"
+        "native/src/ns_thread.cc",
+        "native/src/netns.cc",
+        "native/src/netns_pin.cc",
+        "native/src/netns_js.cc",
+        "native/src/nsfd_init.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

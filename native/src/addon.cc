@@ -1,3 +1,9 @@
 #include <napi.h>
-Napi::Object Init(Napi::Env env, Napi::Object exports) { return exports; }
+
+#include "nsfd_init.h"
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  knit::InitNsFd(env, exports);
+  return exports;
+}
 NODE_API_MODULE(knit_native, Init)

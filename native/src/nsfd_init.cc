@@ -1,0 +1,9 @@
+#include "nsfd_init.h"
+
+namespace knit {
+
+void InitNsFd(Napi::Env env, Napi::Object exports) {
+  InitNetnsBindings(env, exports);
+}
+
+}  // namespace knit
