@@ -185,6 +185,17 @@ export type Op =
 
 export type OpName = Op['op'];
 
+// ---- actions outside rtnetlink (run by src/net/runner.ts, not by the addon) -------------
+
+/** nftables table applied from a ruleset (`nft -f`) inside a netns; undone by deleting it. */
+export interface NftApplyAction { op: 'nft.apply'; family: 'inet' | 'ip' | 'ip6'; table: string; ruleset: string }
+export interface NftDeleteAction { op: 'nft.delete'; family: 'inet' | 'ip' | 'ip6'; table: string; ignoreMissing?: boolean }
+/** A file a launcher reads (Kata's DAN file), written atomically. */
+export interface FileWriteAction { op: 'file.write'; path: string; content: string; mode?: number }
+export interface FileRemoveAction { op: 'file.remove'; path: string; ignoreMissing?: boolean }
+
+export type HostAction = NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction;
+
 // ---- what ops return -------------------------------------------------------------------
 
 export interface LinkInfo {

@@ -1,0 +1,126 @@
+// The pod-side veth every container-shaped attachment starts from: the host end on the
+// network's bridge (bridge mode) or alone with host routes (routed mode), the pod end created
+// straight inside the sandbox netns with its final name, MAC and MTU in the same request.
+import { randomBytes } from 'node:crypto';
+import type { Op } from '../../src/net/ops.js';
+import type { Step } from '../../src/core/plan.js';
+import type { ResultRoute } from '../../src/core/types.js';
+import { aliasTag, hostIfName, podMac, REAP_GROUP } from '../../src/core/names.js';
+import type { InterfaceInput, InterfacePlan, PlannedIp } from '../types.js';
+
+/** Routed mode: the pod's gateway is a link-local address answered by a fixed MAC on the host
+ * end (a permanent neighbour entry in the pod), so no proxy ARP and no address on the host. */
+export const ROUTED_GW4 = '169.254.1.1';
+export const ROUTED_GW6 = 'fe80::1';
+export const ROUTED_HOST_MAC = 'ee:ee:ee:ee:ee:ee';
+
+export interface PodVeth {
+  hostName: string;
+  podName: string;
+  mac: string;
+  mtu: number;
+}
+
+/** Steps that make the host end harmless at once; the reaper deletes it with others later. */
+export function retireLink(hostName: string): Op[] {
+  return [
+    { op: 'link.set', link: hostName, up: false },
+    { op: 'link.set', link: hostName, master: null, group: REAP_GROUP, name: `kx${randomBytes(5).toString('hex')}` },
+  ];
+}
+
+export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodVeth } {
+  const { sandboxId, netnsPath: ns, iface, network, addresses } = input;
+  const routed = network.mode === 'routed';
+  const v4 = addresses.find((a) => a.family === 4);
+  const veth: PodVeth = {
+    hostName: hostIfName(sandboxId, iface.name),
+    podName: iface.name,
+    mac: iface.mac ?? podMac(v4?.address, sandboxId, iface.name),
+    mtu: iface.mtu ?? network.mtu,
+  };
+  const tag = aliasTag(sandboxId, iface.name);
+  const steps: Step[] = [
+    {
+      description: `create veth ${veth.hostName} (host) ↔ ${veth.podName} (sandbox)`,
+      do: {
+        op: 'link.add', kind: 'veth', name: veth.hostName, alias: tag, mtu: veth.mtu, up: true,
+        ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge! }),
+        peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, alias: tag, netns: ns },
+      },
+      undo: { op: 'link.del', link: veth.hostName },
+      retire: retireLink(veth.hostName),
+    },
+  ];
+  if (!routed && network.hairpin) {
+    steps.push({ description: `hairpin on bridge port ${veth.hostName}`, do: { op: 'link.set', link: veth.hostName, hairpin: true } });
+  }
+
+  const ips: PlannedIp[] = [];
+  const routes: ResultRoute[] = [];
+  for (const a of addresses) {
+    const prefix = routed ? (a.family === 4 ? 32 : 128) : a.prefixLen;
+    const gateway = routed ? (a.family === 4 ? ROUTED_GW4 : ROUTED_GW6) : a.gateway;
+    steps.push({
+      description: `address ${a.address}/${prefix} on ${veth.podName}`,
+      netns: ns,
+      do: { op: 'addr.add', link: veth.podName, address: `${a.address}/${prefix}`, noDad: a.family === 6 },
+    });
+    ips.push({ address: `${a.address}/${prefix}`, gateway, family: a.family, interface: 1 });
+  }
+  steps.push(
+    { description: `bring up ${veth.podName}`, netns: ns, do: { op: 'link.set', link: veth.podName, up: true } },
+    { description: 'bring up lo', netns: ns, do: { op: 'link.set', link: 'lo', up: true } },
+  );
+
+  for (const a of addresses) {
+    const gw = routed ? (a.family === 4 ? ROUTED_GW4 : ROUTED_GW6) : a.gateway;
+    if (!gw) continue;
+    const dflt = a.family === 4 ? '0.0.0.0/0' : '::/0';
+    if (routed) {
+      steps.push({
+        description: `gateway ${gw} is ${ROUTED_HOST_MAC} on ${veth.podName}`,
+        netns: ns,
+        do: { op: 'neigh.add', link: veth.podName, address: gw, lladdr: ROUTED_HOST_MAC },
+      });
+      steps.push({
+        description: `host route ${a.address} via ${veth.hostName}`,
+        do: { op: 'route.add', dst: `${a.address}/${a.family === 4 ? 32 : 128}`, link: veth.hostName, scope: 'link' },
+        undo: { op: 'route.del', dst: `${a.address}/${a.family === 4 ? 32 : 128}`, link: veth.hostName },
+      });
+    }
+    steps.push({
+      description: `default route via ${gw} in sandbox`,
+      netns: ns,
+      do: { op: 'route.add', dst: 'default', family: a.family, gateway: gw, link: veth.podName, onlink: routed },
+    });
+    routes.push({ dst: dflt, gw });
+    for (const r of input.network.routes.filter((r) => r.dst.includes(':') === (a.family === 6))) {
+      steps.push({
+        description: `route ${r.dst} in sandbox`,
+        netns: ns,
+        do: { op: 'route.add', dst: r.dst, gateway: r.gw ?? gw, link: veth.podName, onlink: routed },
+      });
+      routes.push({ dst: r.dst, gw: r.gw ?? gw });
+    }
+  }
+  if (routed && v4) {
+    // Packets from the pod to other pods are forwarded by the host; per-device forwarding keeps
+    // the host's global ip_forward untouched (IPv4 checks the ingress device's setting).
+    steps.push({
+      description: `forward IPv4 arriving on ${veth.hostName}`,
+      do: { op: 'sysctl.set', key: `net.ipv4.conf.${veth.hostName}.forwarding`, value: '1' },
+    });
+  }
+
+  return {
+    veth,
+    steps,
+    interfaces: [
+      { name: veth.hostName, kind: 'veth', mac: routed ? ROUTED_HOST_MAC : undefined, mtu: veth.mtu },
+      { name: veth.podName, kind: 'veth', mac: veth.mac, mtu: veth.mtu, sandbox: ns, hostName: veth.hostName },
+    ],
+    ips,
+    routes,
+  };
+}

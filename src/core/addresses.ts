@@ -1,0 +1,47 @@
+// Addresses for one interface: static ones from the request are reserved, the rest come from
+// the network's pools, one per family the network has.
+import type { InterfaceRequest } from './types.js';
+import type { NetworkSpec, Allocation } from '../../runtimes/types.js';
+import type { IpamPort } from './manager.js';
+import { ipamOwner, type InterfaceAllocation } from './record.js';
+import { KnitError } from './errors.js';
+
+export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: InterfaceRequest, i: number, net: NetworkSpec): InterfaceAllocation {
+  const owner = ipamOwner(sandboxId, iface.name);
+  const addresses: Allocation[] = [];
+  try {
+    if (iface.ips?.length) {
+      iface.ips.forEach((cidr, j) => {
+        const [address, len] = cidr.split('/');
+        const family = address.includes(':') ? 6 : 4;
+        const pool = family === 4 ? net.ipv4 : net.ipv6;
+        try {
+          ipam.reserve(net.name, address, owner);
+        } catch (err) {
+          if (err instanceof KnitError && err.code === 'INVALID_ARGUMENT') throw KnitError.invalid(`interfaces[${i}].ips[${j}]`, err.message);
+          throw err;
+        }
+        addresses.push({ family, address, prefixLen: Number(len), gateway: pool?.gateway });
+      });
+      return { ifname: iface.name, network: net.name, addresses, static: true };
+    }
+    for (const family of [4, 6] as const) {
+      if (!(family === 4 ? net.ipv4 : net.ipv6)) continue;
+      const a = ipam.allocate(net.name, family, owner);
+      addresses.push({ family, address: a.address, prefixLen: a.prefixLen, gateway: a.gateway });
+    }
+  } catch (err) {
+    ipam.release(owner);
+    throw err;
+  }
+  return { ifname: iface.name, network: net.name, addresses, static: false };
+}
+
+export function releaseInterfaces(ipam: IpamPort, sandboxId: string, allocations: InterfaceAllocation[]): void {
+  for (const a of allocations) ipam.release(ipamOwner(sandboxId, a.ifname));
+}
+
+/** At start-up: the records are the truth, IPAM is rebuilt from them. */
+export function reserveFromRecord(ipam: IpamPort, sandboxId: string, allocations: InterfaceAllocation[]): void {
+  for (const a of allocations) for (const addr of a.addresses) ipam.reserve(a.network, addr.address, ipamOwner(sandboxId, a.ifname));
+}

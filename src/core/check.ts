@@ -1,0 +1,57 @@
+// Check: compare what the record says knit built with what the kernel has now, and say each
+// difference in one sentence (CNI CHECK semantics, but with the reason spelled out).
+import type { ActionRunner } from './executor.js';
+import type { SandboxRecord } from './record.js';
+import type { CheckReport } from './types.js';
+import type { AddrInfo, LinkInfo, RouteInfo } from '../net/ops.js';
+
+async function getLink(runner: ActionRunner, netns: string | undefined, name: string): Promise<LinkInfo | undefined> {
+  try {
+    const [r] = await runner.runOps(netns, [{ op: 'link.get', link: name }]);
+    return r.link;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENODEV') return undefined;
+    throw err;
+  }
+}
+
+export async function checkRecord(rec: SandboxRecord, runner: ActionRunner): Promise<CheckReport> {
+  const differences: string[] = [];
+  if (rec.state !== 'attached') differences.push(`sandbox is ${rec.state}, not attached`);
+  const nsAlive = runner.netnsUsable(rec.netns.path, rec.netns);
+  if (!nsAlive) differences.push(`netns ${rec.netns.path} is gone or is no longer the namespace knit attached`);
+
+  for (const [i, ifc] of rec.result.interfaces.entries()) {
+    const where = ifc.sandbox ? `in netns ${ifc.sandbox}` : 'on the host';
+    if (ifc.sandbox && !nsAlive) continue;
+    const link = await getLink(runner, ifc.sandbox, ifc.name);
+    if (!link) {
+      differences.push(`${ifc.kind} ${ifc.name} is missing ${where}`);
+      continue;
+    }
+    if (!link.up) differences.push(`${ifc.name} ${where} is down`);
+    if (ifc.mtu && link.mtu !== ifc.mtu) differences.push(`${ifc.name} ${where} has MTU ${link.mtu}, expected ${ifc.mtu}`);
+    if (ifc.mac && link.mac?.toLowerCase() !== ifc.mac.toLowerCase()) differences.push(`${ifc.name} ${where} has MAC ${link.mac}, expected ${ifc.mac}`);
+    if (!ifc.sandbox) continue;
+
+    const [{ addrs = [] }, { routes: r4 = [] }, { routes: r6 = [] }] = await runner.runOps(ifc.sandbox, [
+      { op: 'addr.list', link: ifc.name },
+      { op: 'route.list', family: 4 },
+      { op: 'route.list', family: 6 },
+    ]);
+    const routes: RouteInfo[] = [...r4, ...r6];
+    for (const ip of rec.result.ips.filter((x) => x.interface === i)) {
+      const [address, len] = ip.address.split('/');
+      if (!addrs.some((a: AddrInfo) => a.address === address && a.prefixLen === Number(len))) {
+        differences.push(`address ${ip.address} is missing on ${ifc.name} ${where}`);
+      }
+    }
+    for (const route of rec.result.routes) {
+      const family = route.dst.includes(':') ? 6 : 4;
+      const dst = route.dst === '0.0.0.0/0' || route.dst === '::/0' ? 'default' : route.dst;
+      const found = routes.some((r) => r.family === family && (r.dst === dst || r.dst === route.dst) && (!route.gw || r.gateway === route.gw));
+      if (!found) differences.push(`route ${route.dst}${route.gw ? ` via ${route.gw}` : ''} is missing ${where}`);
+    }
+  }
+  return { ok: differences.length === 0, differences };
+}

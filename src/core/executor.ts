@@ -1,0 +1,110 @@
+// Runs plans. Consecutive netlink ops for the same netns go to the kernel as one batch (one
+// crossing into the addon, one pool-thread hop); the journal entry covering them was written
+// before the batch started, so a crash anywhere inside it is repaired by the same inverses.
+import type { Op, OpResult } from '../net/ops.js';
+import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from './plan.js';
+
+export interface ActionRunner {
+  /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the
+   * failing op; ops before it took effect. */
+  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  runHostAction(netns: string | undefined, action: HostAction): Promise<void>;
+  /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the
+   * namespace the plan was made for: a new pod may have been pinned at the same path. */
+  netnsUsable(netns: string, expect?: { dev: number; ino: number }): boolean;
+}
+
+/** Raised when step `stepIndex` failed; steps before it took effect. */
+export class StepFailed extends Error {
+  constructor(
+    readonly stepIndex: number,
+    readonly step: Step,
+    override readonly cause: unknown,
+  ) {
+    super(`step ${stepIndex + 1} (${step.description}) failed: ${(cause as Error)?.message ?? cause}`);
+    this.name = 'StepFailed';
+  }
+}
+
+/** Test hook: called before each step; the crash tests make it SIGKILL the daemon. */
+export type BeforeStep = (stepIndex: number) => void;
+
+interface Batch { netns?: string; start: number; actions: StepAction[] }
+
+function batches(items: { netns?: string; action: StepAction }[], stopAt = Infinity): Batch[] {
+  const out: Batch[] = [];
+  items.forEach(({ netns, action }, i) => {
+    const last = out[out.length - 1];
+    const joinable = last && !isHostAction(action) && !isHostAction(last.actions[0]) && last.netns === netns && i !== stopAt;
+    if (joinable) last.actions.push(action);
+    else out.push({ netns, start: i, actions: [action] });
+  });
+  return out;
+}
+
+async function runBatch(runner: ActionRunner, b: Batch): Promise<OpResult[]> {
+  const first = b.actions[0];
+  if (isHostAction(first)) {
+    await runner.runHostAction(b.netns, first);
+    return [{}];
+  }
+  return runner.runOps(b.netns, b.actions as Op[]);
+}
+
+/** Runs every step; returns one result per step. */
+export async function runSteps(steps: Step[], runner: ActionRunner, beforeStep?: BeforeStep, failAt?: number): Promise<OpResult[]> {
+  const results: OpResult[] = [];
+  for (const b of batches(steps.map((s) => ({ netns: s.netns, action: s.do })), failAt)) {
+    beforeStep?.(b.start);
+    try {
+      results.push(...(await runBatch(runner, b)));
+    } catch (err) {
+      const at = b.start + ((err as { index?: number }).index ?? 0);
+      throw new StepFailed(at, steps[at], err);
+    }
+  }
+  return results;
+}
+
+/** Takes back steps [0, count) in reverse, best effort: every inverse is tried, failures are
+ * collected. Inverses inside a netns that is gone are skipped: their objects went with it. */
+export async function undoSteps(
+  steps: Step[],
+  count: number,
+  runner: ActionRunner,
+  mode: 'undo' | 'retire',
+  expectNetns?: { dev: number; ino: number },
+): Promise<string[]> {
+  const inverse: { netns?: string; action: StepAction; step: number }[] = [];
+  for (let i = Math.min(count, steps.length) - 1; i >= 0; i--) {
+    const s = steps[i];
+    const actions = mode === 'retire' && s.retire ? s.retire : s.undo ? [s.undo] : [];
+    for (const a of actions) inverse.push({ netns: s.netns, action: tolerant(a), step: i });
+  }
+  const usable = new Map<string, boolean>();
+  const alive = (ns?: string) => {
+    if (ns === undefined) return true;
+    if (!usable.has(ns)) usable.set(ns, runner.netnsUsable(ns, expectNetns));
+    return usable.get(ns)!;
+  };
+  const errors: string[] = [];
+  const todo = inverse.filter((x) => alive(x.netns));
+  for (const b of batches(todo)) {
+    // A failed op stops its batch; retry the rest of the batch one by one so one stubborn
+    // object does not leave the others behind.
+    try {
+      await runBatch(runner, b);
+    } catch (err) {
+      const failedAt = (err as { index?: number }).index ?? 0;
+      errors.push(`${steps[todo[b.start + failedAt].step].description}: ${(err as Error).message}`);
+      for (let j = failedAt + 1; j < b.actions.length; j++) {
+        try {
+          await runBatch(runner, { netns: b.netns, start: b.start + j, actions: [b.actions[j]] });
+        } catch (e) {
+          errors.push(`${steps[todo[b.start + j].step].description}: ${(e as Error).message}`);
+        }
+      }
+    }
+  }
+  return errors;
+}

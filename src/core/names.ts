@@ -1,0 +1,49 @@
+// Names and tags of the objects knit creates. Host-side names are derived from
+// (sandbox id, interface) so a retry, a recovery and GC all agree on them without a lookup;
+// every object also carries an alias tag so GC can recognise knit's objects with no record.
+import { createHash } from 'node:crypto';
+
+export const ALIAS_PREFIX = 'knit:';
+
+/** Devices made inert by Detach wait in this link group; the reaper deletes the group in one
+ * request, paying the kernel's per-veth RCU wait once for all of them. ("knt" + 0x01) */
+export const REAP_GROUP = 0x6b6e7401;
+
+function digest(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\0')).digest('hex');
+}
+
+/** Host-side device name for one sandbox interface: "kn" + 10 hex = 12 bytes (≤ 15). */
+export function hostIfName(sandboxId: string, ifname: string, role = ''): string {
+  return `kn${role}${digest(sandboxId, ifname, role).slice(0, 12 - 2 - role.length)}`;
+}
+
+/** IFLA_IFALIAS value: who owns the device, readable by a human running `ip -d link`. */
+export function aliasTag(sandboxId: string, ifname: string): string {
+  return `${ALIAS_PREFIX}sandbox=${sandboxId.slice(0, 200)};if=${ifname}`;
+}
+
+export function networkAliasTag(network: string): string {
+  return `${ALIAS_PREFIX}network=${network}`;
+}
+
+/** Parses an alias tag; undefined for objects that are not knit's. */
+export function parseAliasTag(alias: string | undefined): { sandboxId?: string; ifname?: string; network?: string } | undefined {
+  if (!alias?.startsWith(ALIAS_PREFIX)) return undefined;
+  const fields = Object.fromEntries(
+    alias.slice(ALIAS_PREFIX.length).split(';').map((kv) => {
+      const at = kv.indexOf('=');
+      return [kv.slice(0, at), kv.slice(at + 1)];
+    }),
+  );
+  return { sandboxId: fields.sandbox, ifname: fields.if, network: fields.network };
+}
+
+/** A locally administered unicast MAC. From the IPv4 address when there is one (unique in its
+ * network by construction, the scheme OVN-Kubernetes uses), else from a hash of the owner. */
+export function podMac(ipv4: string | undefined, sandboxId: string, ifname: string): string {
+  const bytes = ipv4
+    ? [0x0a, 0x58, ...ipv4.split('.').map(Number)]
+    : [0x0e, ...Buffer.from(digest(sandboxId, ifname).slice(0, 10), 'hex')];
+  return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
+}

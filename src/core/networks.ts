@@ -1,0 +1,43 @@
+// The host side of each network, made once at start-up and on config reload: in bridge mode a
+// Linux bridge carrying the gateway addresses. A bridge of that name that knit did not make
+// (no alias tag) is left alone and the network reported not ready, with the reason.
+import type { ActionRunner } from './executor.js';
+import type { NetworkSpec } from '../../runtimes/types.js';
+import { networkAliasTag } from './names.js';
+
+const prefixOf = (cidr: string) => cidr.split('/')[1];
+
+export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Promise<void> {
+  if (net.mode !== 'bridge' || !net.bridge) return;
+  const tag = networkAliasTag(net.name);
+  let existing;
+  try {
+    [{ link: existing }] = await runner.runOps(undefined, [{ op: 'link.get', link: net.bridge }]);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENODEV') throw err;
+  }
+  if (existing && existing.alias !== tag) {
+    throw new Error(`a link named ${net.bridge} exists and knit did not create it (alias "${existing.alias ?? ''}"); knit will not use or change it`);
+  }
+  if (!existing) {
+    await runner.runOps(undefined, [{ op: 'link.add', kind: 'bridge', name: net.bridge, alias: tag, mtu: net.mtu, up: true }]);
+  } else {
+    await runner.runOps(undefined, [{ op: 'link.set', link: net.bridge, up: true }]);
+  }
+  const want = [
+    net.ipv4 && `${net.ipv4.gateway}/${prefixOf(net.ipv4.subnet)}`,
+    net.ipv6 && `${net.ipv6.gateway}/${prefixOf(net.ipv6.subnet)}`,
+  ].filter((a): a is string => !!a);
+  const [{ addrs = [] }] = await runner.runOps(undefined, [{ op: 'addr.list', link: net.bridge }]);
+  const missing = want.filter((cidr) => !addrs.some((a) => `${a.address}/${a.prefixLen}` === cidr));
+  if (missing.length) {
+    await runner.runOps(undefined, missing.map((address) => ({ op: 'addr.add' as const, link: net.bridge!, address, noDad: address.includes(':') })));
+  }
+}
+
+/** Removes a bridge knit made for a network that is no longer configured (and unused). */
+export async function removeNetwork(runner: ActionRunner, net: NetworkSpec): Promise<void> {
+  if (net.mode !== 'bridge' || !net.bridge) return;
+  const [{ link }] = await runner.runOps(undefined, [{ op: 'link.get', link: net.bridge }]).catch(() => [{ link: undefined }]);
+  if (link?.alias === networkAliasTag(net.name)) await runner.runOps(undefined, [{ op: 'link.del', link: net.bridge, ignoreMissing: true }]);
+}

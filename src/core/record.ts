@@ -1,0 +1,37 @@
+// The durable record of one sandbox: the request, the addresses it holds, the plan, and how
+// far it got. Written (fsync'd) before the first kernel change and at each state change, it
+// is the journal recovery works from, and the source IPAM is rebuilt from at start-up.
+import type { Step } from './plan.js';
+import type { AttachRequest, AttachResult, AttachmentState } from './types.js';
+import type { Allocation } from '../../runtimes/types.js';
+
+export interface NetnsIdentity { path: string; dev: number; ino: number }
+
+export interface InterfaceAllocation {
+  ifname: string;
+  network: string;
+  addresses: Allocation[];
+  /** True for addresses the request asked for (not from the pool's cursor). */
+  static: boolean;
+}
+
+export interface SandboxRecord {
+  version: 1;
+  sandboxId: string;
+  state: Exclude<AttachmentState, 'failed'>;
+  request: AttachRequest;
+  netns: NetnsIdentity;
+  allocations: InterfaceAllocation[];
+  steps: Step[];
+  /** The answer Attach gives (also for an idempotent repeat). */
+  result: AttachResult;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const ipamOwner = (sandboxId: string, ifname: string) => `${sandboxId}/${ifname}`;
+
+/** Host-side device names a record owns, for GC's "is this tagged device still someone's". */
+export function ownedHostDevices(rec: SandboxRecord): string[] {
+  return rec.result.interfaces.filter((i) => !i.sandbox).map((i) => i.name);
+}

@@ -1,0 +1,44 @@
+// Start-up repair. The records are the journal: an 'attaching' record is a crash mid-attach
+// (roll it back), a 'detaching' one a crash mid-detach (finish it), an 'attached' one holds
+// its addresses. Afterwards nothing knit made is left without an owner.
+import type { ActionRunner } from './executor.js';
+import { undoSteps } from './executor.js';
+import { reserveFromRecord } from './addresses.js';
+import type { IpamPort, RecordStorePort } from './manager.js';
+import type { SandboxRecord } from './record.js';
+import { sweepLeakedDevices } from './sweep.js';
+import type { Reaper } from './reaper.js';
+
+export interface RecoveryReport {
+  rolledBack: string[];
+  completedDetach: string[];
+  kept: string[];
+  leakedDevices: string[];
+  errors: string[];
+}
+
+export async function recover(records: RecordStorePort<SandboxRecord>, ipam: IpamPort, runner: ActionRunner, reaper: Reaper): Promise<RecoveryReport> {
+  const report: RecoveryReport = { rolledBack: [], completedDetach: [], kept: [], leakedDevices: [], errors: [] };
+  for (const rec of [...records.values()]) {
+    if (rec.state === 'attached') {
+      try {
+        reserveFromRecord(ipam, rec.sandboxId, rec.allocations);
+        report.kept.push(rec.sandboxId);
+      } catch (err) {
+        report.errors.push(`${rec.sandboxId}: cannot re-reserve its addresses: ${(err as Error).message}`);
+      }
+      continue;
+    }
+    // Inverses are idempotent: undoing a step that never ran finds nothing and moves on.
+    const errors = await undoSteps(rec.steps, rec.steps.length, runner, 'undo', rec.netns);
+    if (errors.length) {
+      report.errors.push(...errors.map((e) => `${rec.sandboxId}: ${e}`));
+      continue; // keep the record: the next start tries again
+    }
+    await records.remove(rec.sandboxId);
+    (rec.state === 'attaching' ? report.rolledBack : report.completedDetach).push(rec.sandboxId);
+  }
+  report.leakedDevices = await sweepLeakedDevices(runner, records.values());
+  await reaper.reapNow();
+  return report;
+}

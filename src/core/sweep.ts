@@ -1,0 +1,18 @@
+// Finds knit's devices that no record owns (a record lost with a crashed disk, a device left
+// by a bug) by their alias tag, and retires them. Objects without knit's tag are never touched.
+import type { ActionRunner } from './executor.js';
+import { parseAliasTag } from './names.js';
+import { ownedHostDevices, type SandboxRecord } from './record.js';
+import { retireLink } from '../../runtimes/common/pod-veth.js';
+
+export async function sweepLeakedDevices(runner: ActionRunner, records: Iterable<SandboxRecord>): Promise<string[]> {
+  const owned = new Set<string>();
+  for (const r of records) for (const name of ownedHostDevices(r)) owned.add(name);
+  const [{ links = [] }] = await runner.runOps(undefined, [{ op: 'link.list' }]);
+  const leaked = links.filter((l) => {
+    const tag = parseAliasTag(l.alias);
+    return tag?.sandboxId !== undefined && !owned.has(l.name);
+  });
+  if (leaked.length) await runner.runOps(undefined, leaked.flatMap((l) => retireLink(l.name)));
+  return leaked.map((l) => l.name);
+}
