@@ -9,7 +9,10 @@
         "native/src/netns.cc",
         "native/src/netns_pin.cc",
         "native/src/netns_js.cc",
-        "native/src/nsfd_init.cc"
+        "native/src/nsfd_init.cc",
+        "native/src/fdpass.cc",
+        "native/src/fdpass_js.cc",
+        "native/src/peercred.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

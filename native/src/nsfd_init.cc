@@ -4,6 +4,8 @@ namespace knit {
 
 void InitNsFd(Napi::Env env, Napi::Object exports) {
   InitNetnsBindings(env, exports);
+  InitFdpassBindings(env, exports);
+  InitPeercredBindings(env, exports);
 }
 
 }  // namespace knit
