@@ -56,6 +56,9 @@ export interface ResultInterface {
   kind: string;
   /** The host-side device knit made for this interface (veth host end, tap, ...). */
   hostName?: string;
+  /** CNI 1.1 interface fields: vhost-user socket, and the PCI address of a VF/VFIO device. */
+  socketPath?: string;
+  pciId?: string;
   /** Runtime hand-off (VM runtimes): free-form, documented per strategy. */
   handoff?: Record<string, unknown>;
 }
