@@ -12,7 +12,9 @@
         "native/src/nsfd_init.cc",
         "native/src/fdpass.cc",
         "native/src/fdpass_js.cc",
-        "native/src/peercred.cc"
+        "native/src/peercred.cc",
+        "native/src/monitor.cc",
+        "native/src/monitor_js.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
