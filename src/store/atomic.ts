@@ -1,0 +1,61 @@
+// Crash-safe file replacement. After atomicWriteFile resolves, a reader (or a reboot, or a
+// crash) sees either the old content or the new, never a mix: the data is written to a
+// temporary file in the same directory, fsync'd, renamed over the target (rename is atomic
+// within one filesystem), and the directory is fsync'd so the rename itself is on disk.
+
+import { open, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Temporary files end with this; a store removes leftovers (a crash mid-write) on open. */
+export const TMP_SUFFIX = '.tmp';
+
+let counter = 0;
+
+export async function atomicWriteFile(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  const tmp = tmpNameFor(file);
+  const handle = await open(tmp, 'wx', mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } catch (err) {
+    await handle.close().catch(() => {});
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+  await handle.close();
+  try {
+    await rename(tmp, file);
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+  await fsyncDir(path.dirname(file));
+}
+
+/** A hidden sibling named after the target, unless that would pass NAME_MAX (255 bytes). */
+function tmpNameFor(file: string): string {
+  const base = path.basename(file);
+  const stem = Buffer.byteLength(base) <= 200 ? base : 'long-name';
+  return path.join(path.dirname(file), `.${stem}.${process.pid}-${++counter}${TMP_SUFFIX}`);
+}
+
+/** Delete a file and make the deletion durable. A file already gone is not an error. */
+export async function removeFile(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  await fsyncDir(path.dirname(file));
+}
+
+/** Flush a directory's entries (creates, renames, unlinks) to disk. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,176 @@
+// A directory of JSON documents keyed by id, all held in memory, each write atomic and
+// fsync'd before put() resolves.
+//
+// Where stores live: sandbox records go under the run dir (/run/knit, a tmpfs) because the
+// kernel state they describe (netns, veths, taps) does not survive a reboot either; a record
+// that outlived its objects would only send recovery after ghosts. Registrations that must
+// outlive a reboot (extensions) go under the state dir (/var/lib/knit).
+
+import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { KnitError } from '../core/errors.js';
+import { atomicWriteFile, fsyncDir, removeFile, TMP_SUFFIX } from './atomic.js';
+import { fileNameOf, idOfFileName } from './file-names.js';
+
+/** Any validator with zod's safeParse shape (a zod schema is one). */
+export interface RecordSchema<T> {
+  safeParse(data: unknown):
+    | { success: true; data: T }
+    | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+}
+
+/** A file open() skipped (or, for temporary files, removed), and why. */
+export interface StoreProblem {
+  file: string;
+  reason: string;
+}
+
+export interface OpenOptions {
+  /** Called for each skipped file as it is found (for the log); they are also in .problems. */
+  onProblem?(problem: StoreProblem): void;
+}
+
+/** Files read at once during open(): enough to overlap I/O, few enough to stay far from EMFILE. */
+const LOAD_CONCURRENCY = 32;
+
+export class RecordStore<T> {
+  private readonly docs = new Map<string, T>();
+  /** Per-id tail of pending writes: each write starts after the previous one for that id. */
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly found: StoreProblem[] = [];
+
+  private constructor(
+    readonly dir: string,
+    private readonly schema: RecordSchema<T> | undefined,
+  ) {}
+
+  /** Load every record in dir (created if missing). Unreadable, corrupt or invalid files are
+   * skipped and reported, not fatal: one bad file must not keep the daemon down. Leftover
+   * temporary files are the remains of a write a crash interrupted (the record still has its
+   * previous content) and are removed. */
+  static async open<T>(dir: string, schema?: RecordSchema<T>, options: OpenOptions = {}): Promise<RecordStore<T>> {
+    const store = new RecordStore<T>(dir, schema);
+    const report = (file: string, reason: string) => {
+      const problem = { file: path.join(dir, file), reason };
+      store.found.push(problem);
+      options.onProblem?.(problem);
+    };
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const entries = await readdir(dir, { withFileTypes: true });
+    let removedTmp = false;
+    const load = async (entry: (typeof entries)[number]) => {
+      if (entry.name.endsWith(TMP_SUFFIX)) {
+        await unlink(path.join(dir, entry.name));
+        removedTmp = true;
+        report(entry.name, 'removed: temporary file left by an interrupted write');
+        return;
+      }
+      const id = idOfFileName(entry.name);
+      if (id === undefined) return report(entry.name, 'skipped: not a record file name');
+      if (!entry.isFile()) return report(entry.name, 'skipped: not a regular file');
+      const result = store.decode(await readFile(path.join(dir, entry.name), 'utf8'));
+      if ('error' in result) return report(entry.name, `skipped: ${result.error}`);
+      store.docs.set(id, result.doc);
+    };
+    for (let i = 0; i < entries.length; i += LOAD_CONCURRENCY) {
+      await Promise.all(entries.slice(i, i + LOAD_CONCURRENCY).map(load));
+    }
+    if (removedTmp) await fsyncDir(dir);
+    return store;
+  }
+
+  /** What open() skipped or removed. */
+  get problems(): readonly StoreProblem[] {
+    return this.found;
+  }
+
+  get size(): number {
+    return this.docs.size;
+  }
+
+  /** The last written document. Treat it as read-only: change a copy and put() that. */
+  get(id: string): T | undefined {
+    return this.docs.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.docs.has(id);
+  }
+
+  values(): IterableIterator<T> {
+    return this.docs.values();
+  }
+
+  entries(): IterableIterator<[string, T]> {
+    return this.docs.entries();
+  }
+
+  ids(): IterableIterator<string> {
+    return this.docs.keys();
+  }
+
+  /** Write doc durably, then make it what get() returns. The doc is serialized now, so later
+   * changes to the object do not leak in; writes for one id land in call order. */
+  put(id: string, doc: T): Promise<void> {
+    let file: string;
+    let text: string;
+    let stored: T;
+    try {
+      file = path.join(this.dir, fileNameOf(id));
+      text = `${JSON.stringify(doc, null, 2)}\n`;
+      const result = this.decode(text);
+      if ('error' in result) throw new KnitError('INTERNAL', `record ${JSON.stringify(id)} would not load back: ${result.error}`);
+      stored = result.doc; // exactly what open() will read back after a restart
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.enqueue(id, async () => {
+      await atomicWriteFile(file, text);
+      this.docs.set(id, stored);
+    });
+  }
+
+  /** Delete the record durably. Removing an absent id is not an error. */
+  remove(id: string): Promise<void> {
+    let file: string;
+    try {
+      file = path.join(this.dir, fileNameOf(id));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.enqueue(id, async () => {
+      await removeFile(file);
+      this.docs.delete(id);
+    });
+  }
+
+  /** Resolves when every write issued so far has finished (e.g. before shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all(this.chains.values());
+  }
+
+  private enqueue(id: string, job: () => Promise<void>): Promise<void> {
+    const run = (this.chains.get(id) ?? Promise.resolve()).then(job);
+    // The chain continues past a failed write; the caller still gets the failure from `run`.
+    const tail = run.catch(() => {});
+    this.chains.set(id, tail);
+    void tail.then(() => {
+      if (this.chains.get(id) === tail) this.chains.delete(id);
+    });
+    return run;
+  }
+
+  private decode(text: string): { doc: T } | { error: string } {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      return { error: `not valid JSON (${(err as Error).message})` };
+    }
+    if (!this.schema) return { doc: value as T };
+    const result = this.schema.safeParse(value);
+    if (result.success) return { doc: result.data };
+    const issues = result.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`);
+    return { error: `does not match the record schema (${issues.join('; ')})` };
+  }
+}
