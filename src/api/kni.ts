@@ -1,0 +1,244 @@
+// The KNI POC service (proto/kni/api.proto) mapped onto core, so the KNI kubelet/containerd
+// forks and libkni-era clients can talk to knit unchanged.
+//
+//   AttachInterface / AttachNetwork  -> attach: key = id; netns = isolation.path, else
+//                                       extradata["netns"] (libkni reads only the latter, the
+//                                       containerd fork sends only the former); one interface,
+//                                       eth0, on the default network; runtime from
+//                                       extradata["runtime"] (runc when absent)
+//   DetachInterface / DetachNetwork  -> detach (a sandbox knit does not know is already detached)
+//   QueryPodNetwork                  -> query -> ipconfigs {ifname: {ip[], mac}}
+//   CreateNetwork / DeleteNetwork    -> createNetns / deleteNetns (core decides what it owns)
+//   SetupNodeNetwork                 -> nothing to do
+//   QueryNodeNetworks                -> nodeStatus().networks
+// Requests may name the pod by (name, namespace) instead of id where the POC allowed it.
+import type * as grpc from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
+import { KnitError } from '../core/errors.js';
+import type { AttachResult, SandboxService } from '../core/types.js';
+import { unary } from './handler.js';
+import type { Logger } from './logger.js';
+import * as rules from './rules.js';
+import { validateAttach, validateSandboxId } from './validate.js';
+import { ipconfigsOf } from './wire.js';
+
+export interface KniOptions {
+  service: SandboxService;
+  logger: Logger;
+  /** Creates a pinned (bind-mounted) network namespace at path. From core/net. */
+  createNetns?: (path: string) => Promise<void>;
+  /** Deletes a netns knit created, given a sandbox id or a netns path (paths start with '/'). */
+  deleteNetns?: (idOrPath: string) => Promise<void>;
+  /** Where CreateNetwork pins namespaces when the request gives no prefix. */
+  defaultNetnsDir: string;
+}
+
+interface Isolation {
+  path: string;
+  type: string;
+  extradata: Record<string, string>;
+}
+interface KniPodRef {
+  name: string;
+  id: string;
+  namespace: string;
+}
+type KniAttach = KniPodRef & {
+  isolation: Isolation | null;
+  dns_config: { servers: string[]; searches: string[]; options: string[] } | null;
+  port_mappings: { protocol: string; container_port: number; host_port: number; host_ip: string }[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  extradata: Record<string, string>;
+};
+type KniDetach = KniPodRef & { isolation: Isolation | null; extradata: Record<string, string> };
+
+const runtimeByName: Record<string, string> = { runc: 'RUNC', kata: 'KATA', kubevirt: 'KUBEVIRT' };
+
+/** knit.v1 field paths -> the KNI fields they were built from, for error messages. */
+function kniFieldNamer(netnsFrom: string) {
+  return (p: string): string =>
+    p
+      .replace(/^sandbox_id/, 'id')
+      .replace(/^pod_name/, 'name')
+      .replace(/^pod_namespace/, 'namespace')
+      .replace(/^netns_path/, netnsFrom)
+      .replace(/^runtime/, 'extradata["runtime"]')
+      .replace(/^dns\.nameservers/, 'dns_config.servers')
+      .replace(/^dns\.search/, 'dns_config.searches')
+      .replace(/^dns\.options/, 'dns_config.options');
+}
+
+function netnsOf(req: { isolation: Isolation | null; extradata: Record<string, string> }): { path: string; field: string } {
+  if (req.isolation?.path) return { path: req.isolation.path, field: 'isolation.path' };
+  if (req.extradata?.netns) return { path: req.extradata.netns, field: 'extradata["netns"]' };
+  return { path: '', field: 'isolation.path' };
+}
+
+export function toKnitAttach(req: KniAttach) {
+  const netns = netnsOf(req);
+  const runtimeText = req.extradata?.runtime ?? '';
+  const wire = {
+    sandbox_id: req.id,
+    pod_name: req.name,
+    pod_namespace: req.namespace,
+    pod_uid: '',
+    netns_path: netns.path,
+    runtime: runtimeText ? (runtimeByName[runtimeText] ?? runtimeText) : 'RUNTIME_UNSPECIFIED',
+    interfaces: [{ name: 'eth0' }],
+    port_mappings: (req.port_mappings ?? []).map((p) => ({ ...p, protocol: p.protocol || 'TCP' })),
+    dns: req.dns_config
+      ? { nameservers: req.dns_config.servers, search: req.dns_config.searches, options: req.dns_config.options, domain: '' }
+      : null,
+    labels: req.labels ?? {},
+    annotations: req.annotations ?? {},
+  };
+  try {
+    return validateAttach(wire as never, { rename: kniFieldNamer(netns.field) });
+  } catch (err) {
+    if (err instanceof KnitError && err.details.field === 'isolation.path' && !netns.path) {
+      throw KnitError.invalid('isolation.path', 'is required (or extradata["netns"]): the pod network namespace');
+    }
+    throw err;
+  }
+}
+
+function kniIpconfigs(result: AttachResult | undefined) {
+  const out: Record<string, { ip: string[]; mac: string; extradata: Record<string, string> }> = {};
+  if (!result) return out;
+  for (const [name, cfg] of Object.entries(ipconfigsOf(result))) out[name] = { ...cfg, extradata: {} };
+  return out;
+}
+
+/** A name safe as one path component of a netns file: k8s names are DNS-1123, so this fits them. */
+function netnsNamePart(field: string, v: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(v)) {
+    throw KnitError.invalid(field, `${JSON.stringify(v)} cannot name a network namespace (1..100 of A-Z a-z 0-9 . _ -)`);
+  }
+  return v;
+}
+
+function netnsFileName(req: { name: string; namespace: string; uid?: string }): string {
+  if (req.name) {
+    const ns = req.namespace ? `${netnsNamePart('namespace', req.namespace)}-` : '';
+    return `knit-${ns}${netnsNamePart('name', req.name)}`;
+  }
+  // The containerd "embedded" POC calls CreateNetwork{} with no pod identity at all.
+  if (req.uid) return `knit-${netnsNamePart('uid', req.uid)}`;
+  return `knit-${randomUUID()}`;
+}
+
+export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation {
+  const { service, logger: log } = opts;
+  const call = <Req, Res>(rpc: string, fn: (req: Req) => Promise<Res>) => unary<Req, Res>(`kni.${rpc}`, log, fn);
+
+  /** The sandbox id a request names: id, or the newest record for (namespace, name). */
+  async function sandboxIdOf(req: KniPodRef): Promise<string | undefined> {
+    if (req.id) return validateSandboxId(req.id, 'id');
+    if (!req.name) throw KnitError.invalid('id', 'is required (or name and namespace)');
+    const matches = (await service.list())
+      .filter((r) => r.request.podName === req.name && (r.request.podNamespace ?? '') === req.namespace)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    return matches[0]?.request.sandboxId;
+  }
+
+  const attach = call('AttachInterface', async (req: KniAttach) => {
+    const result = await service.attach(toKnitAttach(req));
+    return { ipconfigs: kniIpconfigs(result), extradata: { netns: result.netnsPath, sandbox_id: result.sandboxId } };
+  });
+
+  const detach = call('DetachInterface', async (req: KniDetach) => {
+    const id = await sandboxIdOf(req);
+    if (!id) return {}; // nothing recorded for that pod: already detached
+    const netns = netnsOf(req);
+    if (netns.path) {
+      const problem = rules.netnsPathProblem(netns.path);
+      if (problem) throw KnitError.invalid(netns.field, problem);
+    }
+    try {
+      await service.detach(id, netns.path || undefined);
+    } catch (err) {
+      // Detach is idempotent (CNI DEL): a sandbox knit does not know needs no cleanup.
+      if (!(err instanceof KnitError && err.code === 'NOT_FOUND')) throw err;
+    }
+    return {};
+  });
+
+  return {
+    AttachInterface: attach,
+    AttachNetwork: attach,
+    DetachInterface: detach,
+    DetachNetwork: detach,
+
+    QueryPodNetwork: call('QueryPodNetwork', async (req: KniPodRef) => {
+      const id = await sandboxIdOf(req);
+      if (!id) throw new KnitError('NOT_FOUND', `no sandbox recorded for pod ${req.namespace}/${req.name}`, { field: 'name' });
+      const view = await service.query(id);
+      return {
+        ipconfigs: kniIpconfigs(view.result),
+        extradata: { netns: view.request.netnsPath, state: view.state, sandbox_id: id },
+      };
+    }),
+
+    CreateNetwork: call(
+      'CreateNetwork',
+      async (req: { name: string; uid: string; namespace: string; netns_path_prefix: string }) => {
+        if (!opts.createNetns) {
+          throw new KnitError('FAILED_PRECONDITION', 'CreateNetwork: this knit daemon was started without network namespace creation');
+        }
+        const prefix = req.netns_path_prefix || opts.defaultNetnsDir;
+        const problem = rules.absolutePathProblem(prefix);
+        if (problem) throw KnitError.invalid('netns_path_prefix', problem);
+        const netnsPath = `${prefix === '/' ? '' : prefix}/${netnsFileName(req)}`;
+        await opts.createNetns(netnsPath);
+        return { netns_path: netnsPath, extradata: {} };
+      },
+    ),
+
+    DeleteNetwork: call(
+      'DeleteNetwork',
+      async (req: { id: string; name: string; namespace: string; netns_path: string; extradata: Record<string, string> }) => {
+        if (!opts.deleteNetns) {
+          throw new KnitError('FAILED_PRECONDITION', 'DeleteNetwork: this knit daemon was started without network namespace creation');
+        }
+        let target: string;
+        if (req.netns_path) {
+          const problem = rules.netnsPathProblem(req.netns_path);
+          if (problem) throw KnitError.invalid('netns_path', problem);
+          target = req.netns_path;
+        } else if (req.id) {
+          target = validateSandboxId(req.id, 'id');
+        } else if (req.name) {
+          target = `${opts.defaultNetnsDir}/${netnsFileName(req)}`;
+        } else if (req.extradata?.netns) {
+          const problem = rules.netnsPathProblem(req.extradata.netns);
+          if (problem) throw KnitError.invalid('extradata["netns"]', problem);
+          target = req.extradata.netns;
+        } else {
+          throw KnitError.invalid('id', 'is required (or netns_path, or name and namespace)');
+        }
+        await opts.deleteNetns(target);
+        return {};
+      },
+    ),
+
+    SetupNodeNetwork: call('SetupNodeNetwork', async () => ({})),
+
+    QueryNodeNetworks: call('QueryNodeNetworks', async () => {
+      const status = await service.nodeStatus();
+      return {
+        networks: status.networks.map((n) => ({
+          name: n.name,
+          ready: n.ready,
+          extradata: { mode: n.mode, subnets: n.pools.map((p) => p.subnet).join(',') },
+        })),
+        extradata: {
+          ready: String(status.ready),
+          reason: status.reason,
+          message: status.message,
+          schedulable: String(status.schedulable),
+        },
+      };
+    }),
+  };
+}

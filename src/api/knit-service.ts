@@ -1,0 +1,164 @@
+// knit.v1.Knit handlers: validate, call core's SandboxService, map the answer back.
+import type * as grpc from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type { SandboxService, WatchEvent } from '../core/types.js';
+import { unary } from './handler.js';
+import type { Logger } from './logger.js';
+import { toServiceError } from './status.js';
+import { KnitError } from '../core/errors.js';
+import {
+  validateAttach,
+  validateDetach,
+  validateExtensionName,
+  validateExtension,
+  validateGarbageCollect,
+  validateSandboxId,
+} from './validate.js';
+import {
+  CNI_VERSION,
+  extensionToWire,
+  nodeStatusToWire,
+  planToWire,
+  podIpsOf,
+  recordToWire,
+  resultToWire,
+  watchEventToWire,
+} from './wire.js';
+
+export interface VersionInfo {
+  version: string;
+  supportedCniVersions: string[];
+}
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+export function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The KNI POC API version served next to knit.v1 (proto/kni/api.proto). */
+export const KNI_VERSION = 'v0.0.8';
+
+// A watcher that stops reading must not make the daemon buffer events without bound.
+const WATCH_MAX_BUFFERED = 10_000;
+
+// The decoded request shapes are checked by validate.ts; here they are just records.
+type Req = Record<string, unknown>;
+
+export function knitHandlers(service: SandboxService, log: Logger, version: VersionInfo): grpc.UntypedServiceImplementation {
+  const call = <T>(rpc: string, fn: (req: Req) => Promise<T>) => unary<Req, T>(rpc, log, fn);
+
+  return {
+    Attach: call('Attach', async (req) => {
+      const result = await service.attach(validateAttach(req));
+      return { result: resultToWire(result) };
+    }),
+
+    Detach: call('Detach', async (req) => {
+      const { sandboxId, netnsPath } = validateDetach(req);
+      await service.detach(sandboxId, netnsPath);
+      return {};
+    }),
+
+    Check: call('Check', async (req) => {
+      const report = await service.check(validateSandboxId(req.sandbox_id));
+      return { ok: report.ok, differences: report.differences };
+    }),
+
+    Query: call('Query', async (req) => {
+      const view = await service.query(validateSandboxId(req.sandbox_id));
+      return {
+        sandbox: recordToWire(view),
+        live: { ok: view.live.ok, differences: view.live.differences },
+        pod_ips: view.result ? podIpsOf(view.result) : [],
+      };
+    }),
+
+    List: call('List', async () => ({ sandboxes: (await service.list()).map(recordToWire) })),
+
+    NodeStatus: call('NodeStatus', async () => nodeStatusToWire(await service.nodeStatus())),
+
+    GarbageCollect: call('GarbageCollect', async (req) => {
+      const gc = validateGarbageCollect(req);
+      let valid = gc.valid;
+      if (gc.keepRecorded) {
+        // Every recorded sandbox counts as valid: only unrecorded leftovers go.
+        const recorded = (await service.list()).map((r) => ({ sandboxId: r.request.sandboxId }));
+        valid = [...valid, ...recorded];
+      }
+      const r = await service.garbageCollect(valid);
+      return { removed: r.removed, errors: r.errors };
+    }),
+
+    Watch: (stream: grpc.ServerWritableStream<Req, unknown>) => watch(service, log, stream),
+
+    Plan: call('Plan', async (req) => {
+      const attach = validateAttach(req.attach as never, { prefix: 'attach.' });
+      return planToWire(await service.plan(attach));
+    }),
+
+    RegisterExtension: call('RegisterExtension', async (req) => {
+      await service.registerExtension(validateExtension(req.extension));
+      return {};
+    }),
+
+    UnregisterExtension: call('UnregisterExtension', async (req) => {
+      await service.unregisterExtension(validateExtensionName(req.name));
+      return {};
+    }),
+
+    ListExtensions: call('ListExtensions', async () => ({
+      extensions: (await service.listExtensions()).map(extensionToWire),
+    })),
+
+    Version: call('Version', async () => ({
+      version: version.version,
+      api_version: 'knit.v1',
+      cni_version: CNI_VERSION,
+      supported_cni_versions: version.supportedCniVersions,
+      kni_version: KNI_VERSION,
+      runtimes: ['runc', 'kata', 'kubevirt'],
+    })),
+  };
+}
+
+function watch(service: SandboxService, log: Logger, stream: grpc.ServerWritableStream<Req, unknown>): void {
+  let sandboxId = '';
+  let stop: (() => void) | undefined;
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    stop?.();
+  };
+  stream.on('cancelled', finish);
+  stream.on('close', finish);
+  stream.on('error', finish);
+  stream.on('finish', finish);
+  try {
+    if (stream.request.sandbox_id) sandboxId = validateSandboxId(stream.request.sandbox_id);
+    stop = service.watch((e: WatchEvent) => {
+      if (done) return;
+      if (sandboxId && !('sandboxId' in e && e.sandboxId === sandboxId)) return;
+      if (stream.writableLength > WATCH_MAX_BUFFERED) {
+        finish();
+        stream.emit(
+          'error',
+          toServiceError(new KnitError('RESOURCE_EXHAUSTED', `watch client fell more than ${WATCH_MAX_BUFFERED} events behind`), log, 'Watch'),
+        );
+        return;
+      }
+      stream.write(watchEventToWire(e));
+    });
+    if (done) stop(); // cancelled while subscribing
+  } catch (err) {
+    finish();
+    stream.emit('error', toServiceError(err, log, 'Watch'));
+  }
+}

@@ -1,0 +1,138 @@
+// The daemon's gRPC endpoint: knit.v1.Knit and kni.KNI on one unix socket.
+//
+// We own the listening socket (net.createServer) and hand each accepted, peer-checked
+// connection to grpc-js through a connection injector: grpc-js's own bindAsync gives no hook
+// between accept and the HTTP/2 handshake, which is where SO_PEERCRED has to be read.
+import * as grpc from '@grpc/grpc-js';
+import net from 'node:net';
+import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { SandboxService } from '../core/types.js';
+import { kniHandlers } from './kni.js';
+import { knitHandlers, packageVersion } from './knit-service.js';
+import { silentLogger, type Logger } from './logger.js';
+import { makePeerGate, type PeerCredFn } from './peer-gate.js';
+import { kniProto, knitProto } from './proto.js';
+
+export interface ApiServerOptions {
+  /** Unix socket path, e.g. /run/knit/knit.sock. Its directory is created if missing. */
+  socketPath: string;
+  service: SandboxService;
+  /** Peer uids allowed to connect. Default: the daemon's own uid. */
+  allowedUids?: number[];
+  logger?: Logger;
+  /** SO_PEERCRED reader (native.peerCred). Absent: connections are not uid-checked (logged). */
+  peerCred?: PeerCredFn;
+  /** KNI CreateNetwork: create a pinned netns at this path. Absent: CreateNetwork fails. */
+  createNetns?: (path: string) => Promise<void>;
+  /** KNI DeleteNetwork: delete the netns knit created for this sandbox id or netns path. */
+  deleteNetns?: (idOrPath: string) => Promise<void>;
+  /** Where KNI CreateNetwork pins namespaces when the request has no prefix. Default /run/netns. */
+  defaultNetnsDir?: string;
+  /** CNI versions the daemon answers Version with. Default ["1.0.0", "1.1.0"]. */
+  supportedCniVersions?: string[];
+}
+
+export interface ApiServer {
+  socketPath: string;
+  /** Stop accepting, let calls finish for up to graceMs (default 2000), then cut the rest. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Make socketPath bindable: remove a stale socket left by a dead daemon, but never a live
+ * daemon's socket nor anything that is not a socket.
+ */
+async function clearStaleSocket(socketPath: string): Promise<void> {
+  let st;
+  try {
+    st = await lstat(socketPath);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (!st.isSocket()) throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`);
+  const live = await new Promise<boolean>((resolve) => {
+    const probe = net.connect(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+  if (live) throw new Error(`another process is serving ${socketPath}; is a knit daemon already running?`);
+  await unlink(socketPath);
+}
+
+export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
+  const log = opts.logger ?? silentLogger;
+  const { socketPath } = opts;
+  const allowedUids = opts.allowedUids ?? [process.getuid?.() ?? 0];
+
+  const server = new grpc.Server({
+    // The KNI kubelet client sends up to 16 MiB; List on a full node is well under that.
+    'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    'grpc.max_send_message_length': 16 * 1024 * 1024,
+  });
+  server.addService(
+    knitProto().Knit.service,
+    knitHandlers(opts.service, log, {
+      version: packageVersion(),
+      supportedCniVersions: opts.supportedCniVersions ?? ['1.0.0', '1.1.0'],
+    }),
+  );
+  server.addService(
+    kniProto().KNI.service,
+    kniHandlers({
+      service: opts.service,
+      logger: log,
+      createNetns: opts.createNetns,
+      deleteNetns: opts.deleteNetns,
+      defaultNetnsDir: opts.defaultNetnsDir ?? '/run/netns',
+    }),
+  );
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const admit = makePeerGate({ allowedUids, peerCred: opts.peerCred, logger: log, socketPath });
+
+  await mkdir(path.dirname(socketPath), { recursive: true, mode: 0o755 });
+  await clearStaleSocket(socketPath);
+
+  const listener = net.createServer((socket) => {
+    socket.on('error', (err) => log.debug({ err }, 'client connection error'));
+    if (admit(socket)) injector.injectConnection(socket);
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(socketPath, () => {
+      listener.off('error', reject);
+      resolve();
+    });
+  });
+  // Accepted connections are peer-checked from the first byte; 0600 keeps others from even
+  // connecting once this returns.
+  await chmod(socketPath, 0o600);
+  listener.on('error', (err) => log.error({ err, socketPath }, `API socket error: ${err.message}`));
+  log.info({ socketPath, allowedUids }, `knit API listening on ${socketPath}`);
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = 2000): Promise<void> =>
+    (closing ??= (async () => {
+      await new Promise<void>((resolve) => listener.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        timer.unref();
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      injector.destroy();
+      // net.Server.close() unlinks the socket file itself.
+    })());
+
+  return { socketPath, close };
+}
