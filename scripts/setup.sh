@@ -16,6 +16,7 @@ APT_PACKAGES=(
   util-linux   # nsenter: the QEMU fixture starts the guest inside a netns with it
   dpkg apt     # apt-get download + dpkg-deb -x: the QEMU fixture's kernel and modules
   xz-utils zstd # kernel modules may ship compressed
+  file         # tests check what the guest image files are
 )
 KERNEL_META=linux-image-cloud-amd64 # what test/fixtures/kernel-package.ts resolves
 
