@@ -36,8 +36,8 @@ const stringMap = z.record(z.string(), z.string()).superRefine((m, ctx) => {
   }
 });
 
-const sandboxId = checked(z.string(), rules.sandboxIdProblem).default('');
-const optionalName = checked(z.string(), (v) => rules.nameProblem(v)).default('');
+const sandboxId = checked(z.string(), rules.sandboxIdProblem).prefault('');
+const optionalName = checked(z.string(), (v) => rules.nameProblem(v)).prefault('');
 
 const runtimeNames: Record<string, RuntimeKind> = {
   RUNTIME_UNSPECIFIED: 'runc',
@@ -71,9 +71,9 @@ const portMapping = z
         }
       })
       .default('PROTOCOL_UNSPECIFIED'),
-    container_port: checked(z.number(), (v) => rules.portProblem(v, false)).default(0),
-    host_port: checked(z.number(), (v) => rules.portProblem(v, true)).default(0),
-    host_ip: checked(z.string(), optional(rules.ipProblem)).default(''),
+    container_port: checked(z.number(), (v) => rules.portProblem(v, false)).prefault(0),
+    host_port: checked(z.number(), (v) => rules.portProblem(v, true)).prefault(0),
+    host_ip: checked(z.string(), optional(rules.ipProblem)).prefault(''),
   })
   .transform(
     (p): PortMapping => ({
@@ -89,7 +89,7 @@ const dns = z
     nameservers: z.array(checked(z.string(), rules.ipProblem)).default([]),
     search: z.array(checked(z.string(), rules.searchDomainProblem)).default([]),
     options: z.array(checked(z.string(), (v) => (v === '' ? 'must not be empty' : undefined))).default([]),
-    domain: checked(z.string(), optional(rules.searchDomainProblem)).default(''),
+    domain: checked(z.string(), optional(rules.searchDomainProblem)).prefault(''),
   })
   .nullish()
   .transform((d): DnsConfig | undefined => {
@@ -104,8 +104,8 @@ const dns = z
 
 const device = z
   .object({
-    bdf: checked(z.string(), optional(rules.bdfProblem)).default(''),
-    netdev: checked(z.string(), optional(rules.ifnameProblem)).default(''),
+    bdf: checked(z.string(), optional(rules.bdfProblem)).prefault(''),
+    netdev: checked(z.string(), optional(rules.ifnameProblem)).prefault(''),
     pool: optionalName,
     device: optionalName,
     parameters: z.custom<StructMsg>().nullish(),
@@ -126,8 +126,8 @@ const iface = z
   .object({
     name: checked(z.string(), rules.ifnameProblem),
     network: optionalName,
-    mac: checked(z.string(), optional(rules.macProblem)).default(''),
-    mtu: checked(z.number(), rules.mtuProblem).default(0),
+    mac: checked(z.string(), optional(rules.macProblem)).prefault(''),
+    mtu: checked(z.number(), rules.mtuProblem).prefault(0),
     ips: z.array(checked(z.string(), rules.cidrProblem)).default([]),
     device,
     binding: stringMap.default({}),
@@ -175,7 +175,7 @@ const attachSchema = z
     pod_name: optionalName,
     pod_namespace: optionalName,
     pod_uid: optionalName,
-    netns_path: checked(z.string(), (v) => rules.netnsPathProblem(v)).default(''),
+    netns_path: checked(z.string(), (v) => rules.netnsPathProblem(v)).prefault(''),
     runtime: runtime.default('runc'),
     interfaces,
     port_mappings: z.array(portMapping).default([]),
@@ -249,7 +249,7 @@ export function validateSandboxId(value: unknown, field = 'sandbox_id'): string 
 
 const detachSchema = z.object({
   sandbox_id: sandboxId,
-  netns_path: checked(z.string(), (v) => (v === '' ? undefined : rules.netnsPathProblem(v))).default(''),
+  netns_path: checked(z.string(), (v) => (v === '' ? undefined : rules.netnsPathProblem(v))).prefault(''),
 });
 
 export function validateDetach(wire: { sandbox_id?: string; netns_path?: string }): { sandboxId: string; netnsPath?: string } {
@@ -262,7 +262,7 @@ const gcSchema = z.object({
     .array(
       z.object({
         sandbox_id: sandboxId,
-        interface_name: checked(z.string(), optional(rules.ifnameProblem)).default(''),
+        interface_name: checked(z.string(), optional(rules.ifnameProblem)).prefault(''),
       }),
     )
     .default([]),
@@ -295,7 +295,7 @@ const extensionSchema = z.object({
     if (!(String(v) in phases)) ctx.addIssue({ code: 'custom', message: 'must be POST_ATTACH or PRE_DETACH' });
   }),
   required: z.boolean().default(false),
-  order: z.number().int().default(0),
+  order: z.number().int().prefault(0),
 });
 
 export function validateExtension(wire: unknown): Extension {
