@@ -1,0 +1,225 @@
+// What SR-IOV / RDMA hardware this node has, read from sysfs (research/sriov-dra.md §4):
+// every PCI network function (class 0x02: Ethernet, InfiniBand, ...) with its driver, NUMA
+// node, IOMMU group, netdev, RDMA device and SR-IOV role — a PF (sriov_totalvfs > 0) with its
+// virtfnN links, a VF (physfn link) with its PF and index, or a plain NIC.
+//
+// Netdev names come from <dev>/net/, which sysfs filters by the reader's netns: a VF moved
+// into a pod shows no netdev here, and one bound to vfio-pci has none at all.
+import path from 'node:path';
+import { draDeviceName, normalizeBdf } from './pci-address.js';
+import type { Sysfs } from './sysfs.js';
+
+export type RdmaNetnsMode = 'shared' | 'exclusive';
+
+export interface NetdevInfo {
+  name: string;
+  mac?: string;
+  mtu?: number;
+  operstate?: string;
+  ifindex?: number;
+}
+
+export interface RdmaInfo {
+  /** Kernel RDMA device name, e.g. "mlx5_2". */
+  device: string;
+  /** Char devices a container needs: /dev/infiniband/uverbsN and rdma_cm. */
+  charDevices: string[];
+}
+
+export interface PciFunction {
+  pciAddress: string;
+  /** 6 hex digits, e.g. "020000" (Ethernet), "020700" (InfiniBand), "060400" (PCI bridge). */
+  classCode?: string;
+  vendorId?: string;
+  deviceId?: string;
+  subsystemVendorId?: string;
+  subsystemDeviceId?: string;
+  /** Bound driver (basename of the driver link); undefined when unbound. */
+  driver?: string;
+  /** Content of driver_override; undefined when cleared ("(null)"). */
+  driverOverride?: string;
+  /** undefined when the platform reports -1 (no NUMA affinity). */
+  numaNode?: number;
+  iommuGroup?: number;
+  /** The PCIe root complex, "pci<domain>:<bus>" (resource.kubernetes.io/pcieRoot). */
+  pcieRoot?: string;
+}
+
+export interface PciNetDevice extends PciFunction {
+  /** DRA device name (a DNS label derived from the BDF). */
+  name: string;
+  kind: 'pf' | 'vf' | 'nic';
+  /** Netdevs of this function visible in the reader's netns (usually zero or one). */
+  netdevs: NetdevInfo[];
+  rdma?: RdmaInfo;
+  /** PFs: VF capacity and the VFs enabled now, by index. */
+  sriov?: { totalVfs: number; numVfs: number; vfs: string[] };
+  /** VFs: the parent PF and this VF's index on it (what `ip link set <pf> vf <index>` takes). */
+  vf?: { pfPciAddress: string; pfName?: string; index: number };
+}
+
+export interface Inventory {
+  devices: PciNetDevice[];
+  /** undefined when ib_core is not loaded (no RDMA subsystem). */
+  rdmaNetnsMode?: RdmaNetnsMode;
+}
+
+export interface InventoryOptions {
+  /**
+   * Where the RDMA netns mode comes from. Default: /sys/module/ib_core/parameters/netns_mode
+   * under the same sysfs root. That parameter is the very variable `rdma system set netns`
+   * changes (ib_devices_shared_netns in drivers/infiniband/core/device.c), so it is live;
+   * pass the netlink answer (RDMA_NLDEV_CMD_SYS_GET) here to use that instead.
+   */
+  rdmaNetnsMode?: () => Promise<RdmaNetnsMode | undefined>;
+}
+
+const devDir = (bdf: string) => `bus/pci/devices/${bdf}`;
+
+export function primaryNetdev(dev: PciNetDevice): NetdevInfo | undefined {
+  return dev.netdevs[0];
+}
+
+export function isNetworkClass(classCode: string | undefined): boolean {
+  return classCode?.startsWith('02') ?? false;
+}
+
+/** Every PCI network function on the node, sorted by PCI address. */
+export async function scanInventory(sysfs: Sysfs, opts: InventoryOptions = {}): Promise<Inventory> {
+  const addresses = (await sysfs.list('bus/pci/devices')).filter((a) => normalizeBdf(a) === a);
+  const classes = await Promise.all(addresses.map((a) => readClass(sysfs, a)));
+  const network = addresses.filter((_, i) => isNetworkClass(classes[i]));
+  const devices = (await Promise.all(network.map((a) => describeDevice(sysfs, a)))).filter(
+    (d): d is PciNetDevice => d !== undefined,
+  );
+  const rdmaNetnsMode = await (opts.rdmaNetnsMode ?? (() => readRdmaNetnsMode(sysfs)))();
+  return rdmaNetnsMode ? { devices, rdmaNetnsMode } : { devices };
+}
+
+/** ib_core's netns_mode: Y = shared (the default), N = exclusive. */
+export async function readRdmaNetnsMode(sysfs: Sysfs): Promise<RdmaNetnsMode | undefined> {
+  const value = (await sysfs.read('module/ib_core/parameters/netns_mode'))?.trim();
+  if (value === undefined) return undefined;
+  if (value === 'Y' || value === '1') return 'shared';
+  if (value === 'N' || value === '0') return 'exclusive';
+  throw new Error(`${sysfs.path('module/ib_core/parameters/netns_mode')}: unexpected value ${JSON.stringify(value)}`);
+}
+
+async function readClass(sysfs: Sysfs, bdf: string): Promise<string | undefined> {
+  return hexId(await sysfs.read(`${devDir(bdf)}/class`), 6);
+}
+
+/** "0x15b3\n" -> "15b3" (zero-padded to width). */
+function hexId(text: string | undefined, width: number): string | undefined {
+  const m = /^0x([0-9a-f]+)$/i.exec(text?.trim() ?? '');
+  return m ? m[1]!.toLowerCase().padStart(width, '0') : undefined;
+}
+
+/** The facts about any PCI function that VFIO and the inventory need; undefined if absent. */
+export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<PciFunction | undefined> {
+  const dir = devDir(bdf);
+  const real = await sysfs.realpath(dir);
+  if (real === undefined) return undefined;
+  const [classCode, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
+    await Promise.all([
+      readClass(sysfs, bdf),
+      sysfs.read(`${dir}/vendor`).then((v) => hexId(v, 4)),
+      sysfs.read(`${dir}/device`).then((v) => hexId(v, 4)),
+      sysfs.read(`${dir}/subsystem_vendor`).then((v) => hexId(v, 4)),
+      sysfs.read(`${dir}/subsystem_device`).then((v) => hexId(v, 4)),
+      sysfs.linkName(`${dir}/driver`),
+      sysfs.read(`${dir}/driver_override`),
+      sysfs.readInt(`${dir}/numa_node`),
+      sysfs.linkName(`${dir}/iommu_group`),
+    ]);
+  const fn: PciFunction = { pciAddress: bdf };
+  if (classCode) fn.classCode = classCode;
+  if (vendorId) fn.vendorId = vendorId;
+  if (deviceId) fn.deviceId = deviceId;
+  if (subsystemVendorId) fn.subsystemVendorId = subsystemVendorId;
+  if (subsystemDeviceId) fn.subsystemDeviceId = subsystemDeviceId;
+  if (driver) fn.driver = driver;
+  const ov = override?.trim();
+  if (ov && ov !== '(null)') fn.driverOverride = ov;
+  if (numa !== undefined && numa >= 0) fn.numaNode = numa;
+  if (group !== undefined && /^\d+$/.test(group)) fn.iommuGroup = Number(group);
+  const root = real.split(path.sep)[1];
+  if (root && /^pci[0-9a-f]{4}:[0-9a-f]{2}$/.test(root)) fn.pcieRoot = root;
+  return fn;
+}
+
+/** One PCI network function by BDF (no scan); undefined if there is no such PCI device. */
+export async function describeDevice(sysfs: Sysfs, bdf: string): Promise<PciNetDevice | undefined> {
+  const fn = await describePciFunction(sysfs, bdf);
+  if (!fn) return undefined;
+  const dir = devDir(bdf);
+  const [netdevs, rdma, totalVfs, physfn] = await Promise.all([
+    readNetdevs(sysfs, dir),
+    readRdma(sysfs, dir),
+    sysfs.readInt(`${dir}/sriov_totalvfs`),
+    sysfs.linkName(`${dir}/physfn`),
+  ]);
+  const dev: PciNetDevice = { ...fn, name: draDeviceName(bdf), kind: 'nic', netdevs };
+  if (rdma) dev.rdma = rdma;
+  if (physfn) {
+    dev.kind = 'vf';
+    dev.vf = await readVfLink(sysfs, bdf, physfn);
+  } else if (totalVfs !== undefined && totalVfs > 0) {
+    dev.kind = 'pf';
+    dev.sriov = { totalVfs, numVfs: (await sysfs.readInt(`${dir}/sriov_numvfs`)) ?? 0, vfs: await readVfs(sysfs, dir) };
+  }
+  return dev;
+}
+
+async function readNetdevs(sysfs: Sysfs, dir: string): Promise<NetdevInfo[]> {
+  const names = await sysfs.list(`${dir}/net`);
+  return Promise.all(
+    names.map(async (name) => {
+      const base = `${dir}/net/${name}`;
+      const [mac, mtu, operstate, ifindex] = await Promise.all([
+        sysfs.read(`${base}/address`),
+        sysfs.readInt(`${base}/mtu`),
+        sysfs.read(`${base}/operstate`),
+        sysfs.readInt(`${base}/ifindex`),
+      ]);
+      const info: NetdevInfo = { name };
+      if (mac) info.mac = mac.trim().toLowerCase();
+      if (mtu !== undefined) info.mtu = mtu;
+      if (operstate) info.operstate = operstate.trim();
+      if (ifindex !== undefined) info.ifindex = ifindex;
+      return info;
+    }),
+  );
+}
+
+async function readRdma(sysfs: Sysfs, dir: string): Promise<RdmaInfo | undefined> {
+  const [ib, verbs] = await Promise.all([sysfs.list(`${dir}/infiniband`), sysfs.list(`${dir}/infiniband_verbs`)]);
+  if (!ib.length) return undefined;
+  return {
+    device: ib[0]!,
+    charDevices: [...verbs.filter((v) => /^uverbs\d+$/.test(v)).map((v) => `/dev/infiniband/${v}`), '/dev/infiniband/rdma_cm'],
+  };
+}
+
+/** virtfnN links of a PF, as BDFs indexed by N. */
+async function readVfs(sysfs: Sysfs, pfDir: string): Promise<string[]> {
+  const links = (await sysfs.list(pfDir)).filter((e) => /^virtfn\d+$/.test(e));
+  const vfs: string[] = [];
+  await Promise.all(
+    links.map(async (link) => {
+      const target = await sysfs.linkName(`${pfDir}/${link}`);
+      if (target) vfs[Number(link.slice('virtfn'.length))] = target;
+    }),
+  );
+  return vfs;
+}
+
+async function readVfLink(sysfs: Sysfs, bdf: string, pfBdf: string): Promise<NonNullable<PciNetDevice['vf']>> {
+  const pfDir = devDir(pfBdf);
+  const [vfs, pfNet] = await Promise.all([readVfs(sysfs, pfDir), sysfs.list(`${pfDir}/net`)]);
+  const index = vfs.indexOf(bdf);
+  if (index < 0) throw new Error(`${sysfs.path(devDir(bdf))}: VF is not listed by any virtfnN link of its PF ${pfBdf}`);
+  const vf: NonNullable<PciNetDevice['vf']> = { pfPciAddress: pfBdf, index };
+  if (pfNet[0]) vf.pfName = pfNet[0];
+  return vf;
+}
