@@ -26,8 +26,9 @@ export class StepFailed extends Error {
   }
 }
 
-/** Test hook: called before each step; the crash tests make it SIGKILL the daemon. */
-export type BeforeStep = (stepIndex: number) => void;
+/** Crash-test hook: `fire` runs just before action `index` (the tests make it SIGKILL the
+ * daemon); batches are split there so everything before it has reached the kernel. */
+export interface Failpoint { index: number; fire(): void }
 
 interface Batch { netns?: string; start: number; actions: StepAction[] }
 
@@ -52,10 +53,10 @@ async function runBatch(runner: ActionRunner, b: Batch): Promise<OpResult[]> {
 }
 
 /** Runs every step; returns one result per step. */
-export async function runSteps(steps: Step[], runner: ActionRunner, beforeStep?: BeforeStep, failAt?: number): Promise<OpResult[]> {
+export async function runSteps(steps: Step[], runner: ActionRunner, failpoint?: Failpoint): Promise<OpResult[]> {
   const results: OpResult[] = [];
-  for (const b of batches(steps.map((s) => ({ netns: s.netns, action: s.do })), failAt)) {
-    beforeStep?.(b.start);
+  for (const b of batches(steps.map((s) => ({ netns: s.netns, action: s.do })), failpoint?.index)) {
+    if (b.start === failpoint?.index) failpoint.fire();
     try {
       results.push(...(await runBatch(runner, b)));
     } catch (err) {
@@ -63,6 +64,7 @@ export async function runSteps(steps: Step[], runner: ActionRunner, beforeStep?:
       throw new StepFailed(at, steps[at], err);
     }
   }
+  if (failpoint?.index === steps.length) failpoint.fire(); // all done, not yet recorded as done
   return results;
 }
 
@@ -74,6 +76,7 @@ export async function undoSteps(
   runner: ActionRunner,
   mode: 'undo' | 'retire',
   expectNetns?: { dev: number; ino: number },
+  failpoint?: Failpoint,
 ): Promise<string[]> {
   const inverse: { netns?: string; action: StepAction; step: number }[] = [];
   for (let i = Math.min(count, steps.length) - 1; i >= 0; i--) {
@@ -89,7 +92,8 @@ export async function undoSteps(
   };
   const errors: string[] = [];
   const todo = inverse.filter((x) => alive(x.netns));
-  for (const b of batches(todo)) {
+  for (const b of batches(todo, failpoint?.index)) {
+    if (b.start === failpoint?.index) failpoint.fire();
     // A failed op stops its batch; retry the rest of the batch one by one so one stubborn
     // object does not leave the others behind.
     try {
@@ -106,5 +110,6 @@ export async function undoSteps(
       }
     }
   }
+  if (failpoint?.index === todo.length) failpoint.fire();
   return errors;
 }

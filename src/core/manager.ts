@@ -5,10 +5,11 @@ import type { Op, OpResult } from '../net/ops.js';
 import type { InterfaceInput, NetworkSpec, Strategy } from '../../runtimes/types.js';
 import { KnitError, CniCode } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { runSteps, undoSteps, StepFailed, type ActionRunner, type BeforeStep } from './executor.js';
+import { runSteps, undoSteps, StepFailed, type ActionRunner, type Failpoint } from './executor.js';
 import { ipamOwner, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
+import { sweepLeakedDevices } from './sweep.js';
 import type { Step } from './plan.js';
 import type {
   AttachRequest, AttachResult, CheckReport, Extension, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
@@ -43,9 +44,9 @@ export interface ExtensionsPort {
 }
 
 export interface ManagerHooks {
-  /** Failpoints for the crash tests: called before each step of an attach or a detach. */
-  beforeAttachStep?: BeforeStep;
-  beforeDetachStep?: BeforeStep;
+  /** Crash tests: fire before this step of every attach / this inverse of every detach. */
+  attachFailpoint?: Failpoint;
+  detachFailpoint?: Failpoint;
   onAttach?(ms: number, error?: KnitError): void;
   onDetach?(ms: number, error?: KnitError): void;
 }
@@ -136,7 +137,7 @@ export class SandboxManager implements SandboxService {
 
     let done = 0;
     try {
-      await runSteps(steps, this.deps.runner, this.deps.hooks?.beforeAttachStep);
+      await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
       done = steps.length;
       await this.deps.extensions.notify('post-attach', result, req);
     } catch (err) {
@@ -207,7 +208,7 @@ export class SandboxManager implements SandboxService {
     record.state = 'detaching';
     record.updatedAt = new Date().toISOString();
     await this.deps.records.put(sandboxId, record);
-    const errors = await undoSteps(record.steps, record.steps.length, this.deps.runner, 'retire', record.netns);
+    const errors = await undoSteps(record.steps, record.steps.length, this.deps.runner, 'retire', record.netns, this.deps.hooks?.detachFailpoint);
     this.deps.reaper.kick();
     if (errors.length) {
       // The record stays 'detaching': a retry, or the next start-up, finishes the job.
@@ -268,6 +269,13 @@ export class SandboxManager implements SandboxService {
       } catch (err) {
         errors.push(`sandbox ${rec.sandboxId}: ${(err as Error).message}`);
       }
+    }
+    try {
+      const leaked = await sweepLeakedDevices(this.deps.runner, this.deps.records.values());
+      removed.push(...leaked.map((name) => `device ${name} (tagged by knit, owned by no record)`));
+      this.deps.reaper.kick();
+    } catch (err) {
+      errors.push(`device sweep: ${(err as Error).message}`);
     }
     return { removed, errors };
   }

@@ -6,9 +6,11 @@ import { ownedHostDevices, type SandboxRecord } from './record.js';
 import { retireLink } from '../../runtimes/common/pod-veth.js';
 
 export async function sweepLeakedDevices(runner: ActionRunner, records: Iterable<SandboxRecord>): Promise<string[]> {
+  const [{ links = [] }] = await runner.runOps(undefined, [{ op: 'link.list' }]);
+  // Owners are read after the dump: an attach journals its devices before creating them, so a
+  // device in the dump whose attach started meanwhile is already in the records.
   const owned = new Set<string>();
   for (const r of records) for (const name of ownedHostDevices(r)) owned.add(name);
-  const [{ links = [] }] = await runner.runOps(undefined, [{ op: 'link.list' }]);
   const leaked = links.filter((l) => {
     const tag = parseAliasTag(l.alias);
     return tag?.sandboxId !== undefined && !owned.has(l.name);

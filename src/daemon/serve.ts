@@ -1,0 +1,151 @@
+// `knit serve`: the composition root. Loads the config (or the embedded default), opens the
+// records, rebuilds IPAM from them, repairs whatever a crash left, sets up the networks' host
+// side, and serves the API. Nothing below this file knows how the others are wired.
+import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import pino from 'pino';
+import { loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
+import { RecordStore } from '../store/index.js';
+import { Ipam } from '../ipam/index.js';
+import { NetRunner } from '../net/runner.js';
+import { createNetns, deleteNetns } from '../net/netns.js';
+import { peerCred } from '../net/peercred.js';
+import { SandboxManager, type ManagerHooks } from '../core/manager.js';
+import { Reaper } from '../core/reaper.js';
+import { recover } from '../core/recovery.js';
+import { ensureNetwork } from '../core/networks.js';
+import type { SandboxRecord } from '../core/record.js';
+import type { Extension } from '../core/types.js';
+import { startApiServer } from '../api/server.js';
+import { callExtension } from '../api/extension-client.js';
+import { strategies } from '../../runtimes/index.js';
+import type { NetworkSpec } from '../../runtimes/types.js';
+import { ExtensionRegistry } from './extensions.js';
+import { KnitMetrics, startMetricsServer } from './metrics.js';
+import { failpointsFromEnv } from './failpoints.js';
+import { NetnsChecker } from './netns-checker.js';
+
+export interface ServeOptions {
+  config?: string;
+}
+
+export function networkSpecs(config: KnitConfig): Map<string, NetworkSpec> {
+  return new Map(config.networks.map((n) => [n.name, n]));
+}
+
+export async function serve(opts: ServeOptions): Promise<void> {
+  const loaded = await loadConfig(opts.config);
+  let config = loaded.config;
+  const log = pino({ level: config.logLevel, base: { pid: process.pid } });
+  log.info({ config: loaded.source }, 'knit starting');
+
+  await mkdir(config.runDir, { recursive: true, mode: 0o700 });
+  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  const storeProblem = (p: { file: string; reason: string }) => log.warn(p, 'record store');
+  const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, { onProblem: storeProblem });
+  const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
+
+  const runner = new NetRunner();
+  const ipam = new Ipam(config.networks);
+  const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
+  const unready = new Map<string, string>();
+  const setUpNetworks = async () => {
+    unready.clear();
+    for (const net of config.networks) {
+      await ensureNetwork(runner, net).catch((err: Error) => {
+        unready.set(net.name, err.message);
+        log.error({ network: net.name, err: err.message }, 'network not ready');
+      });
+    }
+  };
+  await setUpNetworks();
+
+  const repaired = await recover(records, ipam, runner, reaper);
+  log.info({ ...repaired, kept: repaired.kept.length }, 'start-up repair done');
+
+  const metrics = new KnitMetrics();
+  const hooks: ManagerHooks = {
+    ...failpointsFromEnv(process.env, log),
+    onAttach: (ms, err) => {
+      metrics.attachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
+      if (err) metrics.errors.inc({ rpc: 'attach', code: err.code });
+    },
+    onDetach: (ms, err) => {
+      metrics.detachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
+      if (err) metrics.errors.inc({ rpc: 'detach', code: err.code });
+    },
+  };
+  const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions);
+  const manager = new SandboxManager({
+    networks: () => networkSpecs(config),
+    defaultNetwork: () => config.defaultNetwork,
+    unreadyNetworks: () => unready,
+    records,
+    ipam,
+    runner,
+    netns: new NetnsChecker(),
+    strategies,
+    extensions,
+    reaper,
+    hooks,
+  });
+  metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
+  for (const net of config.networks) {
+    for (const family of [4, 6] as const) {
+      const usage = () => ipam.usage(net.name).find((p) => p.family === family);
+      if (!usage()) continue;
+      metrics.poolUsed.set({ network: net.name, family: String(family) }, () => usage()?.used ?? 0);
+      metrics.poolSize.set({ network: net.name, family: String(family) }, () => usage()?.size ?? 0);
+    }
+  }
+
+  const created = new Set<string>();
+  const api = await startApiServer({
+    socketPath: config.socket,
+    service: manager,
+    allowedUids: config.allowedUids,
+    logger: log,
+    peerCred: (fd) => peerCred(fd),
+    defaultNetnsDir: config.netnsDir,
+    createNetns: async (p) => {
+      await createNetns(p);
+      created.add(p);
+    },
+    deleteNetns: async (p) => {
+      // Only namespaces knit pinned itself (KNI CreateNetwork) are knit's to delete.
+      if (!created.has(p)) return;
+      await deleteNetns(p, { ignoreMissing: true });
+      created.delete(p);
+    },
+  });
+  const metricsServer = config.metricsAddress
+    ? await startMetricsServer(config.metricsAddress, metrics, () => manager.nodeStatus())
+    : undefined;
+
+  const stopWatch = opts.config
+    ? watchConfig(opts.config, async (next) => {
+        log.info({ config: opts.config }, 'config reloaded');
+        config = next;
+        ipam.reconfigure(config.networks);
+        await setUpNetworks();
+      }, (err) => log.error({ err: err.message }, 'config reload rejected; keeping the running config'))
+    : () => undefined;
+
+  log.info({ socket: config.socket, networks: config.networks.map((n) => n.name), metrics: config.metricsAddress ?? 'off' }, 'knit ready');
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log.info({ signal }, 'knit stopping');
+      resolve();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  stopWatch();
+  await api.close();
+  metricsServer?.close();
+  await reaper.reapNow();
+  reaper.stop();
+  runner.close();
+  log.info({}, 'knit stopped');
+}

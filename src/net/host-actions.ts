@@ -1,0 +1,47 @@
+// The few changes that are not rtnetlink: nftables tables (through nft(8), run inside the
+// target netns by nsenter — a child process, so no thread of ours changes namespace) and
+// files a launcher reads.
+import { execFile } from 'node:child_process';
+import { unlink } from 'node:fs/promises';
+import type { HostAction } from './ops.js';
+import { atomicWriteFile } from '../store/atomic.js';
+
+
+function nftCommand(netns: string | undefined, args: string[]): [string, string[]] {
+  return netns ? ['nsenter', [`--net=${netns}`, 'nft', ...args]] : ['nft', args];
+}
+
+async function nft(netns: string | undefined, args: string[], input?: string): Promise<void> {
+  const [cmd, argv] = nftCommand(netns, args);
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile(cmd, argv, (err, _stdout, stderr) => {
+      if (err) reject(Object.assign(new Error(`nft ${args.join(' ')}${netns ? ` in netns ${netns}` : ''}: ${stderr.trim() || err.message}`), { code: 'ENFT' }));
+      else resolve();
+    });
+    child.stdin?.end(input ?? '');
+  });
+}
+
+export async function runHostAction(netns: string | undefined, a: HostAction): Promise<void> {
+  switch (a.op) {
+    case 'nft.apply':
+      // The table is created and filled in one transaction: nft -f applies a file atomically.
+      return nft(netns, ['-f', '-'], `table ${a.family} ${a.table}\ndelete table ${a.family} ${a.table}\n${a.ruleset}\n`);
+    case 'nft.delete':
+      try {
+        await nft(netns, ['delete', 'table', a.family, a.table]);
+      } catch (err) {
+        if (!(a.ignoreMissing && /No such file or directory/.test((err as Error).message))) throw err;
+      }
+      return;
+    case 'file.write':
+      return atomicWriteFile(a.path, a.content, a.mode ?? 0o644);
+    case 'file.remove':
+      try {
+        await unlink(a.path);
+      } catch (err) {
+        if (!(a.ignoreMissing && (err as NodeJS.ErrnoException).code === 'ENOENT')) throw err;
+      }
+  }
+}
+

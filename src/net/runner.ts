@@ -1,0 +1,44 @@
+// Executes ops and host actions in a netns: what core's executor drives. The host handle
+// lives as long as the runner; a sandbox netns gets a handle for one batch only, because an
+// open netlink socket pins its namespace, and a cached one would keep a deleted pod's netns
+// alive (and answer for it if a new pod were pinned at the same path).
+import type { HostAction, Op, OpResult } from './ops.js';
+import { NetHandle } from './handle.js';
+import { identifyNetns, sameNetns, type NetnsId } from './netns.js';
+import { runHostAction } from './host-actions.js';
+
+export class NetRunner {
+  private host?: NetHandle;
+
+  private hostHandle(): NetHandle {
+    return (this.host ??= NetHandle.open());
+  }
+
+  async runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]> {
+    if (netns === undefined) return this.hostHandle().run(ops);
+    const h = NetHandle.open(netns);
+    try {
+      return await h.run(ops);
+    } finally {
+      h.close();
+    }
+  }
+
+  runHostAction(netns: string | undefined, action: HostAction): Promise<void> {
+    return runHostAction(netns, action);
+  }
+
+  netnsUsable(netns: string, expect?: NetnsId): boolean {
+    try {
+      const id = identifyNetns(netns, { rejectHost: true });
+      return !expect || sameNetns(id, expect);
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    this.host?.close();
+    this.host = undefined;
+  }
+}

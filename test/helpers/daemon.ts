@@ -1,0 +1,212 @@
+// A real knit daemon per test: its own socket, run/state dirs, bridge and subnet (all named
+// with the test's prefix), started as a child process exactly as `knit serve` runs, and a
+// promisified knit.v1 client. stop() ends only that PID and removes everything it made.
+import * as grpc from '@grpc/grpc-js';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { knitProto } from '../../src/api/proto.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const CLI = path.join(root, 'build', 'src', 'cli', 'main.js');
+
+export interface DaemonOptions {
+  /** Unique per test, ≤ 8 chars: names the bridge, netns and dirs. */
+  prefix: string;
+  /** /24 v4 subnet unique to this test, e.g. "10.231.7.0/24". */
+  subnet: string;
+  subnet6?: string;
+  mode?: 'bridge' | 'routed';
+  extraNetworks?: object[];
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+}
+
+export type Call = <T = any>(method: string, req?: object) => Promise<T>;
+
+export interface Daemon {
+  socket: string;
+  dir: string;
+  bridge: string;
+  configPath: string;
+  child: ChildProcess;
+  call: Call;
+  /** stdout lines (pino JSON) so far. */
+  logs: string[];
+  /** Resolves with the exit signal/code. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+  /** Start another daemon process on the same dirs/config (after a crash). */
+  restart(env?: Record<string, string>): Promise<Daemon>;
+  close(): void;
+}
+
+function client(socket: string) {
+  const { Knit } = knitProto();
+  return new Knit(`unix://${socket}`, grpc.credentials.createInsecure());
+}
+
+export function promisified(c: grpc.Client): Call {
+  return (method, req = {}) =>
+    new Promise((resolve, reject) => {
+      (c as any)[method](req, { deadline: Date.now() + 60_000 }, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res)));
+    });
+}
+
+export function daemonConfig(o: DaemonOptions, dir: string) {
+  return {
+    socket: path.join(dir, 'knit.sock'),
+    runDir: path.join(dir, 'run'),
+    stateDir: path.join(dir, 'state'),
+    netnsDir: path.join(dir, 'netns'),
+    handoffSocket: path.join(dir, 'handoff.sock'),
+    logLevel: 'debug',
+    networks: [
+      {
+        name: `${o.prefix}net`,
+        mode: o.mode ?? 'bridge',
+        bridge: `${o.prefix}br`,
+        ipv4: { subnet: o.subnet },
+        ...(o.subnet6 ? { ipv6: { subnet: o.subnet6 } } : {}),
+      },
+      ...(o.extraNetworks ?? []),
+    ],
+    ...o.config,
+  };
+}
+
+async function launch(o: DaemonOptions, dir: string, configPath: string, env: Record<string, string> = {}): Promise<Daemon> {
+  const cfg = daemonConfig(o, dir);
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath], {
+    env: { ...process.env, ...o.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => logs.push(...d.split('\n').filter(Boolean)));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const c = client(cfg.socket);
+  const call = promisified(c);
+
+  // Ready when NodeStatus answers; fail fast if the process dies first.
+  const deadline = Date.now() + 30_000;
+  let dead = false;
+  void exited.then(() => (dead = true));
+  for (;;) {
+    if (dead) throw new Error(`knit serve exited during start-up: ${stderr}\n${logs.join('\n')}`);
+    if (existsSync(cfg.socket)) {
+      try {
+        await call('NodeStatus', {});
+        break;
+      } catch {
+        /* not yet */
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`knit serve did not become ready: ${stderr}\n${logs.slice(-20).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const d: Daemon = {
+    socket: cfg.socket,
+    dir,
+    bridge: `${o.prefix}br`,
+    configPath,
+    child,
+    call,
+    logs,
+    exited,
+    async stop() {
+      c.close();
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+    restart: (env2) => launch(o, dir, configPath, env2),
+    close: () => c.close(),
+  };
+  return d;
+}
+
+/** Starts a daemon; registers nothing: call cleanupDaemonArtifacts in teardown. */
+export async function startDaemon(o: DaemonOptions, env?: Record<string, string>): Promise<Daemon> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${o.prefix}-`));
+  const configPath = path.join(dir, 'config.json');
+  writeFileSync(configPath, JSON.stringify(daemonConfig(o, dir), null, 2));
+  return launch(o, dir, configPath, env);
+}
+
+/** Links in the host netns whose name starts with one of the prefixes. */
+export function hostLinks(): { ifname: string; ifalias?: string; group?: string; master?: string; operstate?: string }[] {
+  return JSON.parse(execFileSync('ip', ['-j', '-d', 'link', 'show'], { encoding: 'utf8' }));
+}
+
+/** Every host link that belongs to knit's tests with this daemon: its bridge and any device
+ * tagged with one of the sandbox ids. */
+export function knitLinksFor(d: { bridge: string }, sandboxIds: string[]): string[] {
+  return hostLinks()
+    .filter((l) => l.ifname === d.bridge || sandboxIds.some((id) => l.ifalias?.includes(`sandbox=${id};`)))
+    .map((l) => l.ifname);
+}
+
+export function removeLinkQuietly(name: string): void {
+  try {
+    execFileSync('ip', ['link', 'del', name], { stdio: 'ignore' });
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Teardown: stop the daemon, delete its bridge and any device of these sandboxes, remove dirs. */
+export async function cleanupDaemon(d: Daemon | undefined, o: { prefix: string }, sandboxIds: string[] = []): Promise<void> {
+  await d?.stop();
+  for (const l of hostLinks()) {
+    const mine = l.ifname === `${o.prefix}br` || sandboxIds.some((id) => l.ifalias?.includes(`sandbox=${id};`));
+    if (mine) removeLinkQuietly(l.ifname);
+  }
+  if (d) rmSync(d.dir, { recursive: true, force: true });
+}
+
+export function makeNetns(name: string): string {
+  execFileSync('ip', ['netns', 'add', name]);
+  return `/run/netns/${name}`;
+}
+
+export function removeNetns(name: string): void {
+  try {
+    execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' });
+  } catch {
+    /* gone */
+  }
+}
+
+export function ipJson(args: string[], netns?: string): any[] {
+  const argv = netns ? ['-n', netns, '-j', '-d', ...args] : ['-j', '-d', ...args];
+  return JSON.parse(execFileSync('ip', argv, { encoding: 'utf8' }) || '[]');
+}
+
+export function pingFrom(netns: string | undefined, target: string): boolean {
+  const argv = ['-c', '1', '-W', '2', target];
+  try {
+    if (netns) execFileSync('ip', ['netns', 'exec', netns, 'ping', ...argv], { stdio: 'ignore' });
+    else execFileSync('ping', argv, { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function eventually<T>(fn: () => T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

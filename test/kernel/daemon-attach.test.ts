@@ -1,0 +1,174 @@
+// The daemon end to end over gRPC, runc strategy, bridge mode: what a kubelet or runtime sees,
+// checked against what `ip` sees.
+import test from 'ava';
+import { status } from '@grpc/grpc-js';
+import {
+  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, eventually, hostLinks, type Daemon,
+} from '../helpers/daemon.js';
+
+const P = 'kda';
+const SUBNET = '10.231.1.0/24';
+const opts = { prefix: P, subnet: SUBNET };
+let d: Daemon | undefined;
+const netnsNames: string[] = [];
+const ids: string[] = [];
+
+function pod(n: number) {
+  const name = `${P}-pod${n}`;
+  netnsNames.push(name);
+  ids.push(`${P}-sb${n}`);
+  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
+}
+
+const attachReq = (id: string, netns: string, extra: object = {}) => ({
+  sandbox_id: id,
+  pod_name: id,
+  pod_namespace: 'default',
+  pod_uid: `uid-${id}`,
+  netns_path: netns,
+  runtime: 'RUNC',
+  interfaces: [{ name: 'eth0' }],
+  ...extra,
+});
+
+test.before(async () => {
+  d = await startDaemon(opts);
+});
+
+test.after.always(async () => {
+  await cleanupDaemon(d, opts, ids);
+  for (const n of netnsNames) removeNetns(n);
+});
+
+test.serial('the bridge network is set up with its gateway and knit tag', (t) => {
+  const [br] = ipJson(['link', 'show', 'dev', `${P}br`]);
+  t.is(br.linkinfo.info_kind, 'bridge');
+  t.is(br.ifalias, `knit:network=${P}net`);
+  const [addr] = ipJson(['addr', 'show', 'dev', `${P}br`]);
+  t.true(addr.addr_info.some((a: any) => a.local === '10.231.1.1' && a.prefixlen === 24));
+});
+
+test.serial('attach builds a veth pair, address and default route; the pod pings its gateway and the host pings it', async (t) => {
+  const p = pod(1);
+  const res = await d!.call('Attach', attachReq(p.id, p.path));
+  const r = res.result;
+  const podIf = r.interfaces.find((i: any) => i.sandbox === p.path);
+  const hostIf = r.interfaces.find((i: any) => !i.sandbox);
+  t.is(podIf.name, 'eth0');
+  t.is(r.ips.length, 1);
+  t.regex(r.ips[0].address, /^10\.231\.1\.\d+\/24$/);
+  t.is(r.ips[0].gateway, '10.231.1.1');
+
+  // Independent observer: the host end is on the bridge, tagged, up.
+  const [host] = ipJson(['link', 'show', 'dev', hostIf.name]);
+  t.is(host.master, `${P}br`);
+  t.true(host.ifalias.startsWith(`knit:sandbox=${p.id};`));
+  t.true(host.flags.includes('UP'));
+  // In the pod: eth0 with the address and MAC the result reports, default route via gateway.
+  const [eth0] = ipJson(['addr', 'show', 'dev', 'eth0'], p.ns);
+  t.is(eth0.address, podIf.mac);
+  t.true(eth0.addr_info.some((a: any) => `${a.local}/${a.prefixlen}` === r.ips[0].address));
+  const routes = ipJson(['route', 'show', 'default'], p.ns);
+  t.is(routes[0].gateway, '10.231.1.1');
+  t.true(pingFrom(p.ns, '10.231.1.1'), 'pod pings its gateway');
+  t.true(pingFrom(undefined, r.ips[0].address.split('/')[0]), 'host pings the pod');
+});
+
+test.serial('attach is idempotent; a different request for the same sandbox is refused', async (t) => {
+  const p = pod(2);
+  const first = await d!.call('Attach', attachReq(p.id, p.path));
+  const again = await d!.call('Attach', attachReq(p.id, p.path));
+  t.deepEqual(again.result, first.result);
+  const err = await t.throwsAsync(d!.call('Attach', attachReq(p.id, p.path, { interfaces: [{ name: 'net1' }] })));
+  t.is((err as any).code, status.FAILED_PRECONDITION);
+  t.regex(err!.message, /already attached/);
+  t.is(ipJson(['link', 'show'], p.ns).filter((l: any) => l.ifname === 'net1').length, 0, 'the refused request changed nothing');
+});
+
+test.serial('query and check report the live state; check names what drifted', async (t) => {
+  const p = pod(3);
+  await d!.call('Attach', attachReq(p.id, p.path));
+  const q = await d!.call('Query', { sandbox_id: p.id });
+  t.is(q.sandbox.sandbox_id ?? q.sandbox.request?.sandbox_id ?? p.id, p.id);
+  t.true(q.live.ok, q.live.differences.join('; '));
+  ipJson(['link', 'show'], p.ns); // observer sanity
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('ip', ['-n', p.ns, 'link', 'set', 'eth0', 'mtu', '1400']);
+  const c = await d!.call('Check', { sandbox_id: p.id });
+  t.false(c.ok);
+  t.true(c.differences.some((s: string) => /eth0 .*MTU 1400, expected 1500/.test(s)), c.differences.join('; '));
+});
+
+test.serial('detach removes everything of the sandbox and frees its address; detach again is fine', async (t) => {
+  const p = pod(4);
+  const { result } = await d!.call('Attach', attachReq(p.id, p.path));
+  const hostName = result.interfaces.find((i: any) => !i.sandbox).name;
+  await d!.call('Detach', { sandbox_id: p.id });
+  t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname), ['lo'], 'nothing left in the pod netns');
+  await eventually(() => !hostLinks().some((l) => l.ifname === hostName || l.ifalias?.includes(`sandbox=${p.id};`)), 'host end reaped');
+  await d!.call('Detach', { sandbox_id: p.id });
+  const err = await t.throwsAsync(d!.call('Query', { sandbox_id: p.id }));
+  t.is((err as any).code, status.NOT_FOUND);
+});
+
+test.serial('detach works when the netns is already gone', async (t) => {
+  const p = pod(5);
+  await d!.call('Attach', attachReq(p.id, p.path));
+  removeNetns(p.ns);
+  await d!.call('Detach', { sandbox_id: p.id });
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${p.id};`)), 'host end gone');
+  t.pass();
+});
+
+test.serial('a netns path that is not a network namespace is refused naming netns_path, and changes nothing', async (t) => {
+  const before = hostLinks().length;
+  const err = await t.throwsAsync(d!.call('Attach', attachReq(`${P}-bad`, '/etc/hostname')));
+  t.is((err as any).code, status.INVALID_ARGUMENT);
+  t.regex(err!.message, /netns_path/);
+  t.is(hostLinks().length, before);
+});
+
+test.serial('the host netns is refused', async (t) => {
+  const err = await t.throwsAsync(d!.call('Attach', attachReq(`${P}-host`, '/proc/1/ns/net')));
+  t.is((err as any).code, status.INVALID_ARGUMENT);
+  t.regex(err!.message, /netns_path/);
+});
+
+test.serial('an interface name already taken in the pod fails cleanly, leaving no device and no address held', async (t) => {
+  const p = pod(6);
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('ip', ['-n', p.ns, 'link', 'add', 'eth0', 'type', 'bridge']); // the user's, not knit's
+  const statusBefore = await d!.call('NodeStatus', {});
+  const err = await t.throwsAsync(d!.call('Attach', attachReq(p.id, p.path)));
+  t.is((err as any).code, status.ALREADY_EXISTS);
+  t.regex(err!.message, /eth0/);
+  const statusAfter = await d!.call('NodeStatus', {});
+  t.deepEqual(statusAfter.networks[0].pools, statusBefore.networks[0].pools, 'no address held');
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${p.id};`)), 'no host device left');
+  t.is(ipJson(['link', 'show', 'dev', 'eth0'], p.ns)[0].linkinfo.info_kind, 'bridge', "the user's eth0 is untouched");
+});
+
+test.serial('GarbageCollect removes unlisted sandboxes and leaked tagged devices, never untagged ones', async (t) => {
+  const keep = pod(7);
+  const drop = pod(8);
+  await d!.call('Attach', attachReq(keep.id, keep.path));
+  await d!.call('Attach', attachReq(drop.id, drop.path));
+  const { execFileSync } = await import('node:child_process');
+  const leaked = `${P}leak0`;
+  const foreign = `${P}mine0`;
+  ids.push(`${P}-lost`);
+  execFileSync('ip', ['link', 'add', leaked, 'type', 'bridge']);
+  execFileSync('ip', ['link', 'set', leaked, 'alias', `knit:sandbox=${P}-lost;if=eth0`]);
+  execFileSync('ip', ['link', 'add', foreign, 'type', 'bridge']);
+  try {
+    await d!.call('GarbageCollect', { valid_attachments: [{ sandbox_id: keep.id, interface_name: 'eth0' }] });
+    const list = await d!.call('List', {});
+    const listed = list.sandboxes.map((s: any) => s.sandbox_id ?? s.request?.sandbox_id);
+    t.true(listed.includes(keep.id));
+    t.false(listed.includes(drop.id));
+    await eventually(() => !hostLinks().some((l) => l.ifname === leaked), 'leaked device removed');
+    t.true(hostLinks().some((l) => l.ifname === foreign), 'untagged device untouched');
+  } finally {
+    execFileSync('ip', ['link', 'del', foreign]);
+  }
+});
