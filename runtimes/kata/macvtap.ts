@@ -1,0 +1,46 @@
+// Kata's macvtap model (tapNetworkPair): a macvtap tap<N>_kata in bridge mode on the pod veth,
+// with the veth's MTU and the MAC the network knows; the veth itself takes another MAC and no
+// addresses, so it never answers ARP for the guest's IP. Kata gets there by moving a CNI
+// veth's MAC and IPs away and restoring them on detach; knit makes the veth that way from the
+// start, so detach is only deletion. Kata also forces the macvtap's ifindex to ≥ 8192 to dodge
+// an old kernel bug with /dev/tap<ifindex> nodes; the op vocabulary has no ifindex, and the
+// launcher learns the real one from the device.
+import type { InterfaceInput, InterfacePlan } from '../types.js';
+import { aliasTag } from '../../src/core/names.js';
+import { guestMac, lowerMac, planGuestVeth } from '../common/guest-veth.js';
+import { tapHandoff } from '../common/handoff.js';
+import { kataTapName } from './names.js';
+import type { KataOptions } from './options.js';
+
+export function planMacvtap(input: InterfaceInput, opts: KataOptions): InterfacePlan {
+  const ns = input.netnsPath;
+  const mac = guestMac(input);
+  const pod = planGuestVeth(input, { name: input.iface.name, mac: lowerMac(input) }, 'agent');
+  const name = kataTapName(opts.index);
+  const mtu = pod.veth.mtu;
+  const steps = [
+    ...pod.steps,
+    {
+      description: `create macvtap ${name} (bridge mode) on ${pod.veth.podName}`,
+      netns: ns,
+      do: {
+        op: 'link.add' as const, kind: 'macvtap' as const, name, parent: pod.veth.podName, mode: 'bridge' as const,
+        mac, mtu, alias: aliasTag(input.sandboxId, input.iface.name), up: true,
+      },
+      undo: { op: 'link.del' as const, link: name },
+    },
+  ];
+  const handoff = tapHandoff({
+    runtime: 'kata', model: 'macvtap', device: 'macvtap', name, netns: ns, queues: opts.queues,
+    mac, mtu, podIpsOn: 'guest', guest: pod.guest,
+    /** The character device to open (queues times) once the ifindex is known. */
+    chardev: '/dev/tap<ifindex of the macvtap>',
+  });
+  const macvtapIndex = pod.interfaces.length;
+  return {
+    steps,
+    interfaces: [...pod.interfaces, { name, kind: 'macvtap', mac, mtu, sandbox: ns, handoff }],
+    ips: pod.ips.map((ip) => ({ ...ip, interface: macvtapIndex })),
+    routes: pod.routes,
+  };
+}

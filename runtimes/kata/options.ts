@@ -1,0 +1,43 @@
+// Kata options in InterfaceRequest.binding: {mode, queues, danDir}.
+import type { InterfaceInput } from '../types.js';
+import { BindingReader, interfaceIndex } from '../common/binding-options.js';
+import { MAX_QUEUES } from '../common/tap.js';
+
+export const KATA_MODES = ['tcfilter', 'macvtap', 'host-tap'] as const;
+export type KataMode = (typeof KATA_MODES)[number];
+
+/** Kata's dan_conf default (configuration-qemu.toml.in); binding.danDir overrides it for
+ * runtimes configured with another dan_conf. */
+export const DEFAULT_DAN_DIR = '/run/kata-containers/dans';
+
+export interface KataOptions {
+  index: number;
+  /** Default tcfilter: Kata's default internetworking_model for QEMU, CLH, FC. */
+  mode: KataMode;
+  /** Queue pairs; Kata uses the VM's vCPU count, which knit cannot see: say it here. */
+  queues: number;
+  danDir: string;
+  reader: BindingReader;
+}
+
+export function kataOptions(input: InterfaceInput): KataOptions {
+  const index = interfaceIndex(input);
+  const reader = new BindingReader(index, input.iface, ['mode', 'queues', 'danDir'], 'kata');
+  const mode = reader.oneOf('mode', KATA_MODES, 'tcfilter');
+  if (mode !== 'host-tap' && reader.options.danDir !== undefined) {
+    throw reader.invalid('danDir', 'only applies to mode host-tap');
+  }
+  return {
+    index,
+    mode,
+    queues: reader.int('queues', 1, MAX_QUEUES, 1),
+    danDir: reader.dir('danDir', DEFAULT_DAN_DIR),
+    reader,
+  };
+}
+
+/** Mode another interface of the same request asks for (its own validation happens when core
+ * plans it). */
+export function siblingMode(binding: Record<string, string> | undefined): string {
+  return binding?.mode ?? 'tcfilter';
+}
