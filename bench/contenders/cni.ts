@@ -1,0 +1,72 @@
+// Debian's CNI bridge + host-local plugins, exec'd the way a container runtime does it: the
+// network config on stdin, CNI_* in the environment, one process per ADD and per DEL.
+// host-local keeps its allocations in a private dataDir; the plugin makes the bridge on the
+// first ADD and DEL never removes it, so teardown does.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { exec, ipBatch } from '../lib/exec.js';
+import type { Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
+
+export const CNI_BIN_DIR = '/usr/lib/cni';
+
+export class CniContender implements Contender {
+  readonly name = 'cni';
+  readonly label = 'CNI bridge+host-local';
+  readonly kind = 'network';
+  readonly flavors: readonly Flavor[] = ['runc'];
+  readonly maxConcurrency = 16;
+  private config = '';
+  private bridge = '';
+
+  async setup(ctx: SetupContext): Promise<void> {
+    const net = ctx.network;
+    const dataDir = path.join(ctx.scratch, 'ipam');
+    mkdirSync(dataDir, { recursive: true });
+    this.bridge = net.bridge;
+    this.config = JSON.stringify({
+      cniVersion: '1.0.0',
+      name: `${ctx.prefix}-cni`,
+      type: 'bridge',
+      bridge: net.bridge,
+      isGateway: true,
+      ipMasq: false,
+      hairpinMode: false,
+      ipam: {
+        type: 'host-local',
+        dataDir,
+        ranges: [[{ subnet: net.subnet, gateway: net.gateway }]],
+        routes: [{ dst: '0.0.0.0/0' }],
+      },
+    });
+    await exec(path.join(CNI_BIN_DIR, 'bridge'), [], { env: { CNI_COMMAND: 'VERSION' } }).catch((e: Error) => {
+      throw new Error(`CNI plugins not usable (apt-get install containernetworking-plugins): ${e.message}`);
+    });
+  }
+
+  async attach(sb: Sandbox): Promise<void> {
+    await this.call('ADD', sb);
+  }
+
+  async detach(sb: Sandbox): Promise<void> {
+    await this.call('DEL', sb);
+  }
+
+  async teardown(): Promise<void> {
+    if (this.bridge) await ipBatch([`link del ${this.bridge}`], undefined, true);
+  }
+
+  private async call(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
+    const env = {
+      PATH: process.env.PATH,
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: sb.id,
+      CNI_NETNS: sb.netnsPath,
+      CNI_IFNAME: sb.ifname,
+      CNI_PATH: CNI_BIN_DIR,
+    };
+    const r = await exec(path.join(CNI_BIN_DIR, 'bridge'), [], { input: this.config, env, allowFailure: true });
+    if (r.code !== 0) {
+      throw new Error(`CNI ${command} ${sb.id} (netns ${sb.netnsName}): exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
+    }
+  }
+}

@@ -1,0 +1,16 @@
+// Every contender the bench knows, in report order, with the one-character tag used in the
+// names of its links and netns.
+import type { Contender } from '../lib/contender.js';
+import { CniContender } from './cni.js';
+import { FloorCContender } from './floor-c.js';
+import { FloorIpContender } from './floor-ip.js';
+import { GrpcBaselineContender } from './grpc-baseline.js';
+import { KnitContender } from './knit.js';
+
+export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => Contender }> = [
+  { name: 'knit', tag: 'k', make: () => new KnitContender() },
+  { name: 'cni', tag: 'c', make: () => new CniContender() },
+  { name: 'floor-c', tag: 'f', make: () => new FloorCContender() },
+  { name: 'floor-ip', tag: 'i', make: () => new FloorIpContender() },
+  { name: 'grpc', tag: 'g', make: () => new GrpcBaselineContender() },
+];

@@ -1,0 +1,30 @@
+// A trivial grpc-js server on a unix socket, run as a child process like a daemon would be.
+// Usage: node empty-server.js <socket path>; prints "ready" once bound, exits on SIGTERM/EOF.
+import { rmSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { emptyService } from './proto.js';
+
+const socket = process.argv[2];
+if (!socket) {
+  console.error('usage: empty-server <socket path>');
+  process.exit(2);
+}
+rmSync(socket, { force: true });
+const server = new grpc.Server();
+server.addService(emptyService().service, {
+  Call: (_call: grpc.ServerUnaryCall<object, object>, done: grpc.sendUnaryData<object>) => done(null, {}),
+});
+server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => {
+  if (err) {
+    console.error(`empty-server: bind ${socket}: ${err.message}`);
+    process.exit(1);
+  }
+  console.log('ready');
+});
+const stop = () => {
+  server.forceShutdown();
+  process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.stdin.on('end', stop); // the harness dying closes our stdin
+process.stdin.resume();

@@ -1,0 +1,79 @@
+// Command-line options of `npm run bench -- [options]`.
+
+export interface BenchOptions {
+  full: boolean;
+  warmup: number;
+  iterations: number;
+  /** Contender names to run (default: all). */
+  only?: string[];
+  churnSeconds: number;
+  churnConcurrency: number[];
+  scaleLevels: number[];
+  scaleSamples: number;
+  variantIterations: number;
+  outDir?: string;
+  /** Sweep a previous run's leftovers by prefix and exit. */
+  cleanup?: string;
+  help: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+
+  --full                 also churn, scale (10/100/1000 attached) and the VM runtimes
+  --iterations N         measured rounds of the latency run (default 100)
+  --warmup N             warm-up rounds, discarded (default 10)
+  --only a,b             contenders to run: knit, cni, floor-c, floor-ip, grpc (default all)
+  --churn-seconds S      churn time per contender and concurrency (default 5)
+  --churn-concurrency L  concurrency levels tried in churn (default 1,4)
+  --scale L              scale levels (default 10,100,1000)
+  --scale-samples N      attaches measured per contender at each scale level (default 20)
+  --variant-iterations N attaches per VM flavor (default 30)
+  --out DIR              results directory (default bench/results)
+  --cleanup kbXXX        remove the netns and links a killed run left behind, then exit
+`;
+
+function int(flag: string, v: string | undefined, min: number): number {
+  const n = Number(v);
+  if (v === undefined || !Number.isInteger(n) || n < min) throw new Error(`${flag}: want an integer ≥ ${min}, got ${v ?? 'nothing'}`);
+  return n;
+}
+
+function intList(flag: string, v: string | undefined, min: number): number[] {
+  if (!v) throw new Error(`${flag}: want a comma-separated list of integers`);
+  return v.split(',').map((x) => int(flag, x.trim(), min));
+}
+
+export function parseArgs(argv: readonly string[]): BenchOptions {
+  const o: BenchOptions = {
+    full: false,
+    warmup: 10,
+    iterations: 100,
+    churnSeconds: 5,
+    churnConcurrency: [1, 4],
+    scaleLevels: [10, 100, 1000],
+    scaleSamples: 20,
+    variantIterations: 30,
+    help: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => argv[++i];
+    switch (flag) {
+      case '--full': o.full = true; break;
+      case '--iterations': o.iterations = int(flag, value(), 1); break;
+      case '--warmup': o.warmup = int(flag, value(), 0); break;
+      case '--only': o.only = (value() ?? '').split(',').filter(Boolean); break;
+      case '--churn-seconds': o.churnSeconds = int(flag, value(), 1); break;
+      case '--churn-concurrency': o.churnConcurrency = intList(flag, value(), 1); break;
+      case '--scale': o.scaleLevels = intList(flag, value(), 1); break;
+      case '--scale-samples': o.scaleSamples = int(flag, value(), 1); break;
+      case '--variant-iterations': o.variantIterations = int(flag, value(), 1); break;
+      case '--out': o.outDir = value(); break;
+      case '--cleanup': o.cleanup = value(); break;
+      case '-h': case '--help': o.help = true; break;
+      default: throw new Error(`unknown option ${flag}\n\n${USAGE}`);
+    }
+  }
+  if (o.scaleLevels.some((l) => l > 60000)) throw new Error('--scale: at most 60000 sandboxes per contender (one /16 each)');
+  return o;
+}

@@ -1,0 +1,44 @@
+// Running commands: promise-based spawn that names the command in its error, with optional stdin.
+import { spawn } from 'node:child_process';
+
+export interface ExecOptions {
+  input?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Resolve even on a non-zero exit (the caller reads code). */
+  allowFailure?: boolean;
+}
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function exec(cmd: string, args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', (e) => reject(new Error(`${cmd}: ${e.message}`)));
+    child.on('close', (code, signal) => {
+      const r = { code: code ?? 128, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+      if (r.code === 0 || opts.allowFailure) resolve(r);
+      else {
+        const why = signal ? `killed by ${signal}` : `exit ${r.code}`;
+        const detail = (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ');
+        reject(new Error(`${cmd} ${args.join(' ')}: ${why}${detail ? `: ${detail}` : ''}`));
+      }
+    });
+    child.stdin.on('error', () => {}); // a child that exits early closes its stdin: the exit code says why
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** `ip -batch -` with the given lines; an empty list runs nothing. */
+export async function ipBatch(lines: readonly string[], netns?: string, allowFailure = false): Promise<ExecResult> {
+  if (lines.length === 0) return { code: 0, stdout: '', stderr: '' };
+  const args = netns ? ['-n', netns, '-force', '-batch', '-'] : ['-force', '-batch', '-'];
+  return exec('ip', args, { input: lines.join('\n') + '\n', allowFailure });
+}

@@ -1,0 +1,65 @@
+// The shape of bench/results/<timestamp>.json. Samples are milliseconds, raw (the report
+// derives percentiles), so a later reader can recompute anything.
+
+export interface ContenderInfo {
+  name: string;
+  label: string;
+  kind: 'network' | 'transport';
+  /** Why it did not take part (setup failed, not wired yet, dropped after errors). */
+  skipped?: string;
+}
+
+export interface LatencySamples {
+  attach: number[];
+  detach: number[];
+  /** Failed calls, one message each (a contender with too many is dropped). */
+  errors: string[];
+}
+
+export interface ChurnResult {
+  contender: string;
+  concurrency: number;
+  seconds: number;
+  /** Completed attach+detach cycles. */
+  cycles: number;
+  errors: string[];
+  attach: number[];
+  detach: number[];
+}
+
+export interface ScalePoint {
+  contender: string;
+  /** Sandboxes of this contender already attached while the samples were taken. */
+  level: number;
+  attach: number[];
+  detach: number[];
+  /** Daemon VmRSS (KiB) after filling to this level, for contenders with a daemon. */
+  rssKiB?: number;
+  errors: string[];
+}
+
+export interface VariantResult {
+  contender: string;
+  flavor: string;
+  attach: number[];
+  detach: number[];
+  skipped?: string;
+}
+
+export interface BenchResults {
+  version: 1;
+  run: {
+    prefix: string;
+    mode: 'quick' | 'full';
+    startedAt: string;
+    finishedAt: string;
+    host: { kernel: string; cpus: number; cpuModel: string; node: string; loadavg: number[] };
+    options: Record<string, unknown>;
+  };
+  contenders: ContenderInfo[];
+  /** The alternating attach/detach run (flavor runc), after warm-up. */
+  latency: Record<string, LatencySamples>;
+  churn?: ChurnResult[];
+  scale?: { levels: number[]; points: ScalePoint[] };
+  variants?: VariantResult[];
+}

@@ -1,0 +1,43 @@
+// Timing one contender call: client-observed wall time, unless the contender reports its own
+// (more exact) figure.
+import type { Contender, Flavor, Sandbox } from '../lib/contender.js';
+import { nowMs } from '../lib/stats.js';
+
+export async function timed(call: () => Promise<number | void>): Promise<number> {
+  const t0 = nowMs();
+  const own = await call();
+  const wall = nowMs() - t0;
+  return typeof own === 'number' ? own : wall;
+}
+
+export interface CycleOutcome {
+  attachMs?: number;
+  detachMs?: number;
+  error?: string;
+}
+
+/**
+ * Attach then detach one sandbox, timing both. A failed attach is still followed by a detach
+ * (best effort, untimed) so nothing half-made stays behind.
+ */
+export async function attachDetach(c: Contender, sb: Sandbox, flavor: Flavor = 'runc'): Promise<CycleOutcome> {
+  let attachMs: number;
+  try {
+    attachMs = await timed(() => c.attach(sb, flavor));
+  } catch (e) {
+    await c.detach(sb).catch(() => {});
+    return { error: `attach: ${(e as Error).message}` };
+  }
+  try {
+    return { attachMs, detachMs: await timed(() => c.detach(sb)) };
+  } catch (e) {
+    return { attachMs, error: `detach: ${(e as Error).message}` };
+  }
+}
+
+/** Rotate a list by k (round-robin order that changes every iteration, so no one is always first). */
+export function rotate<T>(items: readonly T[], k: number): T[] {
+  if (items.length === 0) return [];
+  const s = k % items.length;
+  return [...items.slice(s), ...items.slice(0, s)];
+}

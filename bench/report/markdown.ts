@@ -1,0 +1,107 @@
+// bench/results/latest.md: the tables a reader compares (p50/p90/p99 and ratios vs CNI and
+// vs the kernel floor), then churn, scale and the VM runtimes when the run had them.
+import type { BenchResults, ChurnResult } from '../lib/results.js';
+import { summarize } from '../lib/stats.js';
+import { floorName, labelOf, ms, ratio } from './format.js';
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+function latencySection(r: BenchResults): string {
+  const floor = floorName(r);
+  const ref = (name: string | undefined, op: 'attach' | 'detach') => (name && r.latency[name]?.[op].length ? summarize(r.latency[name][op]).p50 : undefined);
+  const rows = Object.entries(r.latency)
+    .filter(([, s]) => s.attach.length > 0)
+    .map(([name, s]) => {
+      const a = summarize(s.attach);
+      const d = summarize(s.detach);
+      return [
+        labelOf(r, name),
+        String(a.n),
+        ms(a.p50), ms(a.p90), ms(a.p99),
+        ms(d.p50), ms(d.p90), ms(d.p99),
+        ratio(a.p50, ref('cni', 'attach')), ratio(a.p50, ref(floor, 'attach')),
+        ratio(d.p50, ref('cni', 'detach')), ratio(d.p50, ref(floor, 'detach')),
+      ];
+    });
+  const header = ['contender', 'n', 'attach p50', 'p90', 'p99', 'detach p50', 'p90', 'p99', 'attach ÷ CNI', 'attach ÷ floor', 'detach ÷ CNI', 'detach ÷ floor'];
+  const o = r.run.options;
+  return [
+    '## Attach / detach latency (ms)',
+    '',
+    `${o.iterations} rounds after ${o.warmup} warm-up; each round every contender attaches and detaches one fresh netns, in rotating order. ` +
+      `Ratios are p50 ÷ p50; floor = ${floor ? labelOf(r, floor) : 'none'}.`,
+    '',
+    table(header, rows),
+  ].join('\n');
+}
+
+function churnSection(churn: ChurnResult[], r: BenchResults): string {
+  const best = new Map<string, ChurnResult>();
+  for (const c of churn) {
+    const rate = c.cycles / (c.seconds || 1);
+    const prev = best.get(c.contender);
+    if (!prev || rate > prev.cycles / (prev.seconds || 1)) best.set(c.contender, c);
+  }
+  const rows = [...best.values()].map((c) => {
+    const rate = c.cycles / (c.seconds || 1);
+    const levels = churn
+      .filter((x) => x.contender === c.contender)
+      .map((x) => `×${x.concurrency}: ${(x.cycles / (x.seconds || 1)).toFixed(1)}`)
+      .join(', ');
+    return [labelOf(r, c.contender), `×${c.concurrency}`, rate.toFixed(1), (2 * rate).toFixed(1), ms(summarize(c.attach).p50), ms(summarize(c.detach).p50), levels, String(c.errors.length)];
+  });
+  return [
+    '## Churn (highest sustained rate)',
+    '',
+    `Back-to-back attach+detach cycles for ${churn[0]?.seconds.toFixed(0) ?? '?'} s per contender and concurrency; ops/s counts attaches and detaches.`,
+    '',
+    table(['contender', 'best concurrency', 'cycles/s', 'ops/s', 'attach p50 (ms)', 'detach p50 (ms)', 'cycles/s per concurrency', 'errors'], rows),
+  ].join('\n');
+}
+
+function scaleSection(r: BenchResults): string {
+  const rows = r.scale!.points
+    .filter((p) => p.attach.length > 0)
+    .map((p) => {
+      const a = summarize(p.attach);
+      const d = summarize(p.detach);
+      return [labelOf(r, p.contender), String(p.level), String(a.n), ms(a.p50), ms(a.p90), ms(d.p50), p.rssKiB ? (p.rssKiB / 1024).toFixed(1) : '–'];
+    });
+  return [
+    '## Scale (ms, with N sandboxes already attached)',
+    '',
+    table(['contender', 'attached', 'n', 'attach p50', 'attach p90', 'detach p50', 'daemon RSS (MiB)'], rows),
+  ].join('\n');
+}
+
+function variantsSection(r: BenchResults): string {
+  const rows = r.variants!.map((v) => {
+    if (v.skipped) return [labelOf(r, v.contender), v.flavor, '–', '–', '–', '–', `skipped: ${v.skipped}`];
+    const a = summarize(v.attach);
+    const d = summarize(v.detach);
+    return [labelOf(r, v.contender), v.flavor, String(a.n), ms(a.p50), ms(a.p99), ms(d.p50), ''];
+  });
+  return ['## VM runtimes (ms)', '', table(['contender', 'flavor', 'n', 'attach p50', 'attach p99', 'detach p50', 'note'], rows)].join('\n');
+}
+
+export function renderMarkdown(r: BenchResults): string {
+  const h = r.run.host;
+  const parts = [
+    `# knit bench — ${r.run.startedAt} (${r.run.mode})`,
+    '',
+    `Kernel ${h.kernel}, ${h.cpus} × ${h.cpuModel}, Node ${h.node}, load average at start ${h.loadavg.map((l) => l.toFixed(2)).join(' ')}. ` +
+      `Run prefix \`${r.run.prefix}\`. The machine may be shared: compare ratios within this run, not absolute numbers across runs.`,
+    '',
+    latencySection(r),
+  ];
+  const skipped = r.contenders.filter((c) => c.skipped);
+  if (skipped.length) parts.push('', 'Not in this run:', '', ...skipped.map((c) => `- ${c.label}: ${c.skipped}`));
+  if (r.churn?.length) parts.push('', churnSection(r.churn, r));
+  if (r.scale?.points.length) parts.push('', scaleSection(r));
+  if (r.variants?.length) parts.push('', variantsSection(r));
+  parts.push('', 'Chart: [latest.svg](latest.svg). Raw samples: the run\'s JSON next to this file.', '');
+  return parts.join('\n');
+}
