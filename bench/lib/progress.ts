@@ -34,7 +34,7 @@ export class Progress {
   note(line: string): void {
     this.clearLine();
     this.out.write(`${line}\n`);
-    this.render('', true);
+    if (this.tty) this.render('', true); // a plain log needs no repeat of the phase line
   }
 
   end(summary = ''): void {

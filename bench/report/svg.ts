@@ -116,17 +116,22 @@ function churnPanel(r: BenchResults, top: number): { svg: string[]; height: numb
 function scalePanel(r: BenchResults, top: number): { svg: string[]; height: number } {
   const points = r.scale!.points.filter((p) => p.attach.length > 0);
   const names = [...new Set(points.map((p) => p.contender))];
-  const height = 300;
+  const height = 320;
   const out: string[] = [text(16, top + 16, 'Scale: attach latency with N sandboxes already attached (p50, whisker to p90)', 'font-size="15" font-weight="bold"')];
-  const plotTop = top + 28;
+  const plotTop = top + 46;
   const plotBottom = plotTop + height - 70;
   const levels = r.scale!.levels;
-  const xAxis = new LogAxis(Math.min(...levels), Math.max(...levels), LEFT, WIDTH - RIGHT);
+  const xAxis = new LogAxis(Math.min(...levels), Math.max(...levels), LEFT + 24, WIDTH - RIGHT - 24); // inset: end points off the frame
   const stats = points.map((p) => ({ p, s: summarize(p.attach) }));
   const yLo = Math.floor(Math.log10(Math.min(...stats.map((x) => x.s.p50))));
   const yHi = Math.max(yLo + 1, Math.ceil(Math.log10(Math.max(...stats.map((x) => x.s.p90)))));
   const y = (v: number) => plotBottom - ((Math.log10(v) - yLo) / (yHi - yLo)) * (plotBottom - plotTop);
-  out.push(...xGrid(xAxis, plotTop, plotBottom, 'sandboxes attached (log scale)'));
+  for (const level of levels) {
+    const x = xAxis.at(level);
+    out.push(`<line x1="${f1(x)}" y1="${f1(plotTop)}" x2="${f1(x)}" y2="${f1(plotBottom)}" stroke="#ddd"/>`);
+    out.push(text(x, plotBottom + 14, String(level), 'text-anchor="middle" fill="#555" font-size="11"'));
+  }
+  out.push(text(WIDTH - RIGHT, plotBottom + 28, 'sandboxes already attached (log scale)', 'text-anchor="end" fill="#555" font-size="11"'));
   for (let e = yLo; e <= yHi; e++) {
     out.push(`<line x1="${LEFT}" y1="${f1(y(10 ** e))}" x2="${WIDTH - RIGHT}" y2="${f1(y(10 ** e))}" stroke="#ccc"/>`);
     out.push(text(LEFT - 6, y(10 ** e) + 4, `${tickLabel(10 ** e)} ms`, 'text-anchor="end" fill="#555" font-size="11"'));
@@ -141,7 +146,9 @@ function scalePanel(r: BenchResults, top: number): { svg: string[]; height: numb
       out.push(`<circle cx="${f1(px)}" cy="${f1(y(x.s.p50))}" r="3.5" fill="${c}"/>`);
       if (x.p.rssKiB) out.push(text(px + 6, y(x.s.p50) + 14, `RSS ${(x.p.rssKiB / 1024).toFixed(0)} MiB`, `fill="${c}" font-size="10"`));
     }
-    out.push(text(WIDTH - RIGHT + 12, plotTop + 12 + i * 16, labelOf(r, name), `fill="${c}" font-size="11"`));
+    const lx = LEFT + i * 180; // legend: one row between the title and the plot
+    out.push(`<rect x="${lx}" y="${f1(top + 29)}" width="14" height="4" fill="${c}"/>`);
+    out.push(text(lx + 20, top + 35, labelOf(r, name), `fill="${c}" font-size="11"`));
   });
   out.push(`<rect x="${LEFT}" y="${f1(plotTop)}" width="${WIDTH - LEFT - RIGHT}" height="${f1(plotBottom - plotTop)}" fill="none" stroke="#999"/>`);
   return { svg: out, height };
