@@ -84,20 +84,27 @@ async function monitorUnref([nsPath]: string[]): Promise<object> {
 
 async function fdpass([dir, count]: string[]): Promise<object> {
   const sock = `${dir}/s.sock`;
+  let connections = 0;
   const server = net.createServer((s) => {
+    connections++;
+    s.on('close', () => connections--);
     // fd 0 is /dev/null here (runChild ignores stdin): any open fd will do.
     s.once('data', () => void replyWithFds(s, Buffer.from('ok'), [0]));
   });
+  // The server's end of a connection closes once libuv has read the client's EOF.
+  const settled = async () => {
+    for (let i = 0; i < 500 && connections > 0; i++) await new Promise((r) => setTimeout(r, 10));
+  };
   await new Promise<void>((r) => server.listen(sock, r));
   const cycle = async () => {
     const reply = await requestFds(sock, Buffer.from('give'), 5000);
     reply.fds.forEach(closeFd);
   };
   await cycle();
+  await settled();
   const before = fds();
   for (let i = 0; i < Number(count); i++) await cycle();
-  // The server's end of the last connection closes once libuv reads the client's EOF.
-  for (let i = 0; i < 100 && fds().length > before.length; i++) await new Promise((r) => setTimeout(r, 10));
+  await settled();
   const after = fds();
   await new Promise((r) => server.close(r));
   return { before, after };
