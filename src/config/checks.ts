@@ -1,0 +1,137 @@
+// Checks that look at more than one field: pools that fit their subnets, names and subnets
+// unique across networks, a default network that exists. They run once the shape is valid,
+// and each problem names the key it is about.
+
+import {
+  cidrContains, cidrLast, cidrsOverlap, formatCidr, tryParseCidr, tryParseIp, type Cidr, type IpFamily,
+} from '../ipam/ip.js';
+import type { RawConfig, RawNetwork, RawPool } from './schema.js';
+import { ifnameProblem } from './schema.js';
+
+export interface ConfigIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+type Path = (string | number)[];
+
+/** Smallest pools we accept: room for the gateway and at least one pod. */
+const MAX_PREFIX: Record<IpFamily, number> = { 4: 30, 6: 126 };
+
+export function crossCheck(config: RawConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const issue = (path: Path, message: string) => issues.push({ path, message });
+
+  const firstByName = new Map<string, number>();
+  const firstByBridge = new Map<string, number>();
+  const subnets: { family: IpFamily; cidr: Cidr; at: number }[] = [];
+
+  config.networks.forEach((net, i) => {
+    const at: Path = ['networks', i];
+    const dup = firstByName.get(net.name);
+    if (dup !== undefined) issue([...at, 'name'], `duplicate network name ${JSON.stringify(net.name)} (also networks[${dup}])`);
+    else firstByName.set(net.name, i);
+
+    if (net.mode === 'bridge') {
+      const bridge = net.bridge ?? net.name;
+      if (net.bridge === undefined && ifnameProblem(bridge)) {
+        issue([...at, 'bridge'], `is needed: the network name ${JSON.stringify(net.name)} is too long to be the bridge's name (15 bytes at most)`);
+      }
+      const other = firstByBridge.get(bridge);
+      if (other !== undefined) issue([...at, net.bridge === undefined ? 'name' : 'bridge'], `bridge ${JSON.stringify(bridge)} is already used by networks[${other}]`);
+      else firstByBridge.set(bridge, i);
+    }
+
+    if (!net.ipv4 && !net.ipv6) issue(at, `network ${JSON.stringify(net.name)} needs an ipv4 or an ipv6 pool`);
+    for (const [key, family] of [['ipv4', 4], ['ipv6', 6]] as const) {
+      const pool = net[key];
+      if (!pool) continue;
+      const cidr = checkPool(pool, family, [...at, key], issue);
+      if (!cidr) continue;
+      for (const prev of subnets) {
+        if (prev.family === family && cidrsOverlap(prev.cidr, cidr)) {
+          const name = config.networks[prev.at].name;
+          issue([...at, key, 'subnet'], `${formatCidr(cidr)} overlaps ${formatCidr(prev.cidr)} of networks[${prev.at}] (${JSON.stringify(name)})`);
+        }
+      }
+      subnets.push({ family, cidr, at: i });
+    }
+    checkRoutes(net, at, issue);
+  });
+
+  if (config.defaultNetwork !== undefined && !firstByName.has(config.defaultNetwork)) {
+    issue(['defaultNetwork'], `${JSON.stringify(config.defaultNetwork)} is not one of the networks (${[...firstByName.keys()].join(', ')})`);
+  }
+  if (config.handoffSocket === config.socket) issue(['handoffSocket'], `must differ from socket (${config.socket})`);
+  return issues;
+}
+
+/** Check one pool; returns its subnet when the subnet itself is usable. */
+function checkPool(pool: RawPool, family: IpFamily, at: Path, issue: (p: Path, m: string) => void): Cidr | undefined {
+  const cidr = tryParseCidr(pool.subnet);
+  if (!cidr) return undefined; // already reported by the schema
+  const q = JSON.stringify(pool.subnet);
+  if (cidr.family !== family) {
+    issue([...at, 'subnet'], `${q} is an IPv${cidr.family} subnet, but this is the ipv${family} pool`);
+    return undefined;
+  }
+  if (cidr.address !== cidr.network) {
+    issue([...at, 'subnet'], `${q} has host bits set (did you mean "${formatCidr(cidr)}"?)`);
+    return undefined;
+  }
+  if (cidr.prefixLen > MAX_PREFIX[family]) {
+    issue([...at, 'subnet'], `${q} is too small: a pool needs a /${MAX_PREFIX[family]} or larger (a gateway and at least one pod)`);
+    return undefined;
+  }
+  const inside = (key: string, text: string | undefined): bigint | undefined => {
+    if (text === undefined) return undefined;
+    const ip = tryParseIp(text);
+    if (!ip) return undefined; // reported by the schema
+    if (!cidrContains(cidr, ip)) {
+      issue([...at, key], `${JSON.stringify(text)} is not inside the subnet ${formatCidr(cidr)}`);
+      return undefined;
+    }
+    if (ip.value === cidr.network || (family === 4 && ip.value === cidrLast(cidr))) {
+      issue([...at, key], `${JSON.stringify(text)} is the ${ip.value === cidr.network ? 'network' : 'broadcast'} address of ${formatCidr(cidr)}`);
+      return undefined;
+    }
+    return ip.value;
+  };
+  inside('gateway', pool.gateway);
+  const start = inside('rangeStart', pool.rangeStart);
+  const end = inside('rangeEnd', pool.rangeEnd);
+  if (start !== undefined && end !== undefined && start > end) {
+    issue([...at, 'rangeEnd'], `${JSON.stringify(pool.rangeEnd)} comes before rangeStart ${JSON.stringify(pool.rangeStart)}`);
+  }
+  pool.reserved.forEach((text, j) => {
+    const block = text.includes('/') ? tryParseCidr(text) : undefined;
+    if (!block) {
+      const ip = tryParseIp(text);
+      if (ip && !cidrContains(cidr, ip)) issue([...at, 'reserved', j], `${JSON.stringify(text)} is not inside the subnet ${formatCidr(cidr)}`);
+      return;
+    }
+    if (block.family !== family || block.network < cidr.network || cidrLast(block) > cidrLast(cidr)) {
+      issue([...at, 'reserved', j], `${JSON.stringify(text)} is not inside the subnet ${formatCidr(cidr)}`);
+    } else if (block.address !== block.network) {
+      issue([...at, 'reserved', j], `${JSON.stringify(text)} has host bits set (did you mean "${formatCidr(block)}"?)`);
+    }
+  });
+  return cidr;
+}
+
+function checkRoutes(net: RawNetwork, at: Path, issue: (p: Path, m: string) => void): void {
+  net.routes.forEach((route, j) => {
+    const dst = tryParseCidr(route.dst);
+    if (!dst) return;
+    if (dst.address !== dst.network) {
+      issue([...at, 'routes', j, 'dst'], `${JSON.stringify(route.dst)} has host bits set (did you mean "${formatCidr(dst)}"?)`);
+    }
+    const gw = route.gw === undefined ? undefined : tryParseIp(route.gw);
+    if (gw && gw.family !== dst.family) {
+      issue([...at, 'routes', j, 'gw'], `${JSON.stringify(route.gw)} is IPv${gw.family} but dst ${JSON.stringify(route.dst)} is IPv${dst.family}`);
+    }
+    if (!(dst.family === 4 ? net.ipv4 : net.ipv6)) {
+      issue([...at, 'routes', j, 'dst'], `is IPv${dst.family}, but network ${JSON.stringify(net.name)} has no ipv${dst.family} pool`);
+    }
+  });
+}

@@ -1,0 +1,7 @@
+// Public surface of src/config.
+export { loadConfig, readConfigFile, parseConfigText, validateConfig, defaultConfig, ConfigError, type LoadedConfig, type LocatedIssue } from './load.js';
+export { watchConfig, type WatchOptions } from './watch.js';
+export { diffNetworks, sameConfig, canonicalJson, type NetworkDiff, type NetworkChange } from './diff.js';
+export type { KnitConfig, NetworkConfig, PoolSettings, RouteSettings, DnsSettings } from './resolve.js';
+export { DEFAULT_SUBNET_V4, SUGGESTED_SUBNET_V6, LOG_LEVELS } from './schema.js';
+export { parseJsonWithLines, formatKeyPath, JsonSyntaxError } from './json-lines.js';

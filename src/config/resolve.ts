@@ -1,0 +1,89 @@
+// From the validated file to the config the daemon uses: defaults that depend on other fields
+// filled in (gateway, bridge name, default network), addresses in canonical text, so two
+// spellings of one config compare equal.
+
+import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
+import type { RawConfig, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
+
+export interface PoolSettings {
+  subnet: string;
+  gateway: string;
+  rangeStart?: string;
+  rangeEnd?: string;
+  reserved: string[];
+}
+
+export interface RouteSettings {
+  dst: string;
+  gw?: string;
+}
+
+export interface DnsSettings {
+  nameservers: string[];
+  search: string[];
+  options: string[];
+  domain?: string;
+}
+
+export interface NetworkConfig {
+  name: string;
+  mode: 'bridge' | 'routed';
+  /** Bridge mode only: the Linux bridge knit creates. */
+  bridge?: string;
+  mtu: number;
+  hairpin: boolean;
+  ipv4?: PoolSettings;
+  ipv6?: PoolSettings;
+  routes: RouteSettings[];
+  dns?: DnsSettings;
+}
+
+export interface KnitConfig {
+  socket: string;
+  runDir: string;
+  stateDir: string;
+  netnsDir: string;
+  allowedUids: number[];
+  metricsAddress?: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  requiredExtensions: string[];
+  handoffSocket: string;
+  defaultNetwork: string;
+  networks: NetworkConfig[];
+}
+
+export function resolveConfig(raw: RawConfig): KnitConfig {
+  const { defaultNetwork, metricsAddress, networks, ...rest } = raw;
+  return {
+    ...rest,
+    ...(metricsAddress !== undefined && { metricsAddress }),
+    defaultNetwork: defaultNetwork ?? networks[0].name,
+    networks: networks.map(resolveNetwork),
+  };
+}
+
+function resolveNetwork(net: RawNetwork): NetworkConfig {
+  return {
+    name: net.name,
+    mode: net.mode,
+    ...(net.mode === 'bridge' && { bridge: net.bridge ?? net.name }),
+    mtu: net.mtu,
+    hairpin: net.hairpin,
+    ...(net.ipv4 && { ipv4: resolvePool(net.ipv4, 4) }),
+    ...(net.ipv6 && { ipv6: resolvePool(net.ipv6, 6) }),
+    routes: net.routes.map((r) => ({ dst: formatCidr(parseCidr(r.dst)), ...(r.gw !== undefined && { gw: normalizeIp(r.gw) }) })),
+    ...(net.dns && { dns: { ...net.dns, nameservers: net.dns.nameservers.map(normalizeIp) } }),
+  };
+}
+
+function resolvePool(pool: RawPool, family: IpFamily): PoolSettings {
+  const subnet = parseCidr(pool.subnet);
+  return {
+    subnet: formatCidr(subnet),
+    // The first address after the network address, the usual gateway convention.
+    gateway: pool.gateway !== undefined ? normalizeIp(pool.gateway) : formatIp({ family, value: subnet.network + 1n }),
+    ...(pool.rangeStart !== undefined && { rangeStart: normalizeIp(pool.rangeStart) }),
+    ...(pool.rangeEnd !== undefined && { rangeEnd: normalizeIp(pool.rangeEnd) }),
+    reserved: pool.reserved.map((r) => (r.includes('/') ? formatCidr(parseCidr(r)) : normalizeIp(r))),
+  };
+}

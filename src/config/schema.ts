@@ -1,0 +1,114 @@
+// The shape of knit's config file, field by field. Every key is optional: an empty file (or
+// none) gives the embedded default, which is this schema's defaults applied to `{}`. Unknown
+// keys are errors, so a typo ("subnett") is reported instead of silently ignored. Checks that
+// span fields (unique names, overlapping subnets, ...) are in checks.ts.
+
+import { z } from 'zod';
+import { tryParseCidr, tryParseIp } from '../ipam/ip.js';
+
+/** Pod network for the embedded default. 10.118.0.0/20 sits outside the ranges other tools
+ * pick by default, so it is unlikely to clash on a node: kubeadm/flannel/kind/minikube/Talos
+ * pods 10.244/16 and services 10.96/12 (up to 10.111), k3s/RKE 10.42-43, containerd and podman
+ * 10.88-89, CRI-O 10.85, Weave 10.32/12, MicroK8s 10.1 and 10.152, GCP auto-mode VPCs
+ * 10.128/9, Docker 172.17+, Calico 192.168/16, CGNAT/Tailscale 100.64/10. A /20 gives 4093
+ * pod addresses, far above the kubelet's default of 110 pods per node. */
+export const DEFAULT_SUBNET_V4 = '10.118.0.0/20';
+/** Suggested IPv6 ULA prefix: fd + "kni" (6b 6e 69) + "t" (74). Not enabled by default:
+ * dual-stack needs IPv6 on the node, which the default must not assume. */
+export const SUGGESTED_SUBNET_V6 = 'fd6b:6e69:7400::/64';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** A string field checked by `problem`, which returns why the value is bad (or nothing). */
+const checked = (problem: (v: string) => string | undefined) =>
+  z.string().superRefine((value, ctx) => {
+    const why = problem(value);
+    if (why) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(value)} ${why}` });
+  });
+
+export const cidrText = checked((v) => (tryParseCidr(v) ? undefined : 'is not a valid CIDR'));
+export const ipText = checked((v) => (tryParseIp(v) ? undefined : 'is not a valid IP address'));
+const ipOrCidrText = checked((v) => (tryParseIp(v) || tryParseCidr(v) ? undefined : 'is not an IP address or CIDR'));
+const absolutePath = checked((v) => (v.startsWith('/') && !v.includes('\0') ? undefined : 'is not an absolute path'));
+
+/** A Kubernetes-style DNS label: network names end up in object names and annotations. */
+const networkName = checked((v) =>
+  /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v) ? undefined : 'is not a valid network name (lower-case letters, digits and "-", 1-63 characters, starting and ending with a letter or digit)',
+);
+
+/** The kernel's dev_valid_name: 1-15 bytes, not "." or "..", no "/", ":" or white space. */
+export function ifnameProblem(v: string): string | undefined {
+  const bytes = Buffer.byteLength(v);
+  if (bytes === 0 || bytes > 15) return `is not a valid interface name (${bytes} bytes; must be 1-15)`;
+  if (v === '.' || v === '..' || /[/:\s\0]/.test(v)) return 'is not a valid interface name (no "/", ":", white space, "." or "..")';
+  return undefined;
+}
+const ifname = checked(ifnameProblem);
+
+/** host:port, [v6]:port; the host an IP address or a DNS name. */
+const listenAddress = checked((v) => {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(v);
+  const port = m ? Number(m[3]) : 0;
+  if (!m || port < 1 || port > 65535) return 'is not a valid listen address (host:port or [v6]:port)';
+  if (m[1] !== undefined && tryParseIp(m[1])?.family !== 6) return 'has a bracketed host that is not an IPv6 address';
+  if (m[2] !== undefined && !tryParseIp(m[2]) && !/^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$/.test(m[2])) return 'has an invalid host';
+  return undefined;
+});
+
+const poolSchema = z.strictObject({
+  subnet: cidrText,
+  /** Default: the first address after the network address. */
+  gateway: ipText.optional(),
+  rangeStart: ipText.optional(),
+  rangeEnd: ipText.optional(),
+  reserved: z.array(ipOrCidrText).default([]),
+});
+
+const routeSchema = z.strictObject({ dst: cidrText, gw: ipText.optional() });
+
+const dnsSchema = z.strictObject({
+  nameservers: z.array(ipText).default([]),
+  search: z.array(z.string().min(1)).default([]),
+  options: z.array(z.string().min(1)).default([]),
+  domain: z.string().min(1).optional(),
+});
+
+const networkSchema = z.strictObject({
+  name: networkName,
+  mode: z.enum(['bridge', 'routed']).default('bridge'),
+  /** Linux bridge knit creates (bridge mode). Default: the network name. Ignored when routed. */
+  bridge: ifname.optional(),
+  mtu: z.number().int().min(68).max(65535).default(1500),
+  /** Let a pod reach itself through a service (bridge port hairpin mode). */
+  hairpin: z.boolean().default(false),
+  ipv4: poolSchema.optional(),
+  ipv6: poolSchema.optional(),
+  routes: z.array(routeSchema).default([]),
+  dns: dnsSchema.optional(),
+});
+
+export const configSchema = z.strictObject({
+  socket: absolutePath.default('/run/knit/knit.sock'),
+  /** Sandbox records live here (tmpfs): they describe kernel state that a reboot erases. */
+  runDir: absolutePath.default('/run/knit'),
+  /** What must survive a reboot (extension registrations). */
+  stateDir: absolutePath.default('/var/lib/knit'),
+  netnsDir: absolutePath.default('/run/netns'),
+  /** Peers (SO_PEERCRED) allowed on the socket. */
+  allowedUids: z.array(z.number().int().min(0).max(0xfffffffe)).default([0]),
+  /** Prometheus endpoint; off unless set (e.g. "127.0.0.1:9465"). */
+  metricsAddress: listenAddress.optional(),
+  logLevel: z.enum(LOG_LEVELS).default('info'),
+  /** Extensions that must be registered before the node reports ready. */
+  requiredExtensions: z.array(z.string().min(1)).default([]),
+  /** Where a restarting daemon hands its state and listeners to the next one. */
+  handoffSocket: absolutePath.default('/run/knit/handoff.sock'),
+  /** Network for interfaces that name none. Default: the first network. */
+  defaultNetwork: z.string().optional(),
+  // prefault: the default goes through the schema, so its own defaults (mtu, routes...) apply.
+  networks: z.array(networkSchema).min(1).prefault(() => [{ name: 'knit0', mode: 'bridge', bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
+});
+
+export type RawConfig = z.output<typeof configSchema>;
+export type RawNetwork = z.output<typeof networkSchema>;
+export type RawPool = z.output<typeof poolSchema>;
