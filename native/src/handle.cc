@@ -1,0 +1,226 @@
+#include "handle.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "netns.h"
+#include "nl/exec.h"
+#include "nl/families.h"
+#include "nl/fields.h"
+#include "nl/prepare.h"
+#include "nl/to_js.h"
+
+namespace knit {
+
+namespace {
+
+// Throws the FieldError as a JS TypeError/RangeError; returns an empty value to return.
+Napi::Value ThrowField(Napi::Env env, const nl::FieldError& e) {
+  if (e.kind == nl::FieldError::kType) Napi::TypeError::New(env, e.what()).ThrowAsJavaScriptException();
+  else Napi::RangeError::New(env, e.what()).ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+OpError ClosedError() {
+  OpError e;
+  e.err = EBADF;
+  e.context = "use of a closed netlink handle";
+  return e;
+}
+
+Napi::Error BatchError(Napi::Env env, const OpError& err, const std::vector<nl::OpResult>& completed) {
+  Napi::Error e = MakeOpError(env, err);
+  e.Set("completed", nl::ToJs(env, completed));
+  return e;
+}
+
+class RunWorker : public Napi::AsyncWorker {
+ public:
+  RunWorker(Napi::Object self, Handle* handle, std::vector<nl::PreparedOp> ops)
+      : Napi::AsyncWorker(self.Env(), "knit.netlink.run"),
+        self_(Napi::Persistent(self)),
+        handle_(handle),
+        ops_(std::move(ops)),
+        deferred_(Napi::Promise::Deferred::New(self.Env())) {}
+
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(handle_->Mutex());
+    if (!handle_->Socket().IsOpen()) {
+      err_ = ClosedError();
+      rc_ = -EBADF;
+      return;
+    }
+    nl::RunContext ctx{&handle_->Socket(), handle_->NetnsFd()};
+    rc_ = nl::RunBatch(ctx, ops_, &results_, &err_);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (rc_ < 0) deferred_.Reject(BatchError(env, err_, results_).Value());
+    else deferred_.Resolve(nl::ToJs(env, results_));
+  }
+
+ private:
+  Napi::ObjectReference self_;  // keeps the handle (and its socket) alive while we run
+  Handle* handle_;
+  std::vector<nl::PreparedOp> ops_;
+  Napi::Promise::Deferred deferred_;
+  std::vector<nl::OpResult> results_;
+  OpError err_;
+  int rc_ = 0;
+};
+
+}  // namespace
+
+void Handle::Init(Napi::Env env, Napi::Object exports) {
+  Napi::Function cls = DefineClass(env, "Handle",
+                                   {
+                                       InstanceMethod<&Handle::Run>("run"),
+                                       InstanceMethod<&Handle::RunSync>("runSync"),
+                                       InstanceMethod<&Handle::Encode>("encode"),
+                                       InstanceMethod<&Handle::Close>("close"),
+                                       InstanceAccessor<&Handle::GetNetns>("netns"),
+                                       InstanceAccessor<&Handle::GetClosed>("closed"),
+                                       StaticMethod<&Handle::DecodeLink>("decodeLink"),
+                                   });
+  exports.Set("Handle", cls);
+}
+
+Handle::Handle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Handle>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() > 0 && !info[0].IsUndefined() && !info[0].IsNull()) {
+    if (!info[0].IsString()) {
+      Napi::TypeError::New(env, "netnsPath: expected string").ThrowAsJavaScriptException();
+      return;
+    }
+    netns_ = info[0].As<Napi::String>().Utf8Value();
+    OpError err;
+    int fd = OpenNetns(netns_, &err);
+    if (fd < 0) {
+      err.err = -fd;
+      if (err.context.empty()) err.context = "open netns " + netns_;
+      MakeOpError(env, err).ThrowAsJavaScriptException();
+      return;
+    }
+    nsfd_ = fd;
+  }
+  int rc = socket_.Open(nsfd_);
+  if (rc < 0) {
+    OpError err;
+    err.err = -rc;
+    err.context = "open netlink socket in netns " + (netns_.empty() ? std::string("(own)") : netns_);
+    MakeOpError(env, err).ThrowAsJavaScriptException();
+  }
+}
+
+Handle::~Handle() { CloseNow(); }
+
+void Handle::CloseNow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  socket_.Close();
+  if (nsfd_ >= 0) close(nsfd_);
+  nsfd_ = -1;
+}
+
+Napi::Value Handle::Run(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<nl::PreparedOp> ops;
+  try {
+    ops = nl::PrepareOps(info[0], "ops");
+  } catch (const nl::FieldError& e) {
+    return ThrowField(env, e);
+  }
+  auto* worker = new RunWorker(info.This().As<Napi::Object>(), this, std::move(ops));
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+Napi::Value Handle::RunSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<nl::PreparedOp> ops;
+  try {
+    ops = nl::PrepareOps(info[0], "ops");
+  } catch (const nl::FieldError& e) {
+    return ThrowField(env, e);
+  }
+  std::vector<nl::OpResult> results;
+  OpError err;
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!socket_.IsOpen()) {
+      err = ClosedError();
+      rc = -EBADF;
+    } else {
+      nl::RunContext ctx{&socket_, nsfd_};
+      rc = nl::RunBatch(ctx, ops, &results, &err);
+    }
+  }
+  if (rc < 0) {
+    BatchError(env, err, results).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return nl::ToJs(env, results);
+}
+
+Napi::Value Handle::Encode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  nl::PreparedOp op;
+  try {
+    op = nl::PrepareOp(info[0], "op");
+  } catch (const nl::FieldError& e) {
+    return ThrowField(env, e);
+  }
+  std::vector<uint8_t> bytes;
+  OpError err;
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!socket_.IsOpen()) {
+      err = ClosedError();
+      rc = -EBADF;
+    } else {
+      nl::RunContext ctx{&socket_, nsfd_};
+      rc = nl::EncodeOp(ctx, op, &bytes, &err);
+    }
+  }
+  if (rc < 0) {
+    MakeOpError(env, err).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return Napi::Buffer<uint8_t>::Copy(env, bytes.data(), bytes.size());
+}
+
+Napi::Value Handle::Close(const Napi::CallbackInfo& info) {
+  CloseNow();
+  return info.Env().Undefined();
+}
+
+Napi::Value Handle::GetNetns(const Napi::CallbackInfo& info) {
+  if (netns_.empty()) return info.Env().Undefined();
+  return Napi::String::New(info.Env(), netns_);
+}
+
+Napi::Value Handle::GetClosed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), !socket_.IsOpen()); }
+
+Napi::Value Handle::DecodeLink(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsBuffer()) {
+    Napi::TypeError::New(env, "decodeLink: expected Buffer").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto buf = info[0].As<Napi::Buffer<uint8_t>>();
+  nl::Message m(buf.Data(), buf.Data() + buf.Length());
+  nl::LinkInfo link;
+  if (m.size() < NLMSG_HDRLEN || reinterpret_cast<const nlmsghdr*>(m.data())->nlmsg_len > m.size() || !nl::ParseLink(m, &link)) {
+    Napi::TypeError::New(env, "decodeLink: not an RTM_NEWLINK message").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return nl::ToJs(env, link);
+}
+
+}  // namespace knit

@@ -1,0 +1,47 @@
+// The JS `Handle` class: a NETLINK_ROUTE socket opened inside one network namespace, running
+// batches of ops (src/net/ops.ts) there. The facade is src/net/handle.ts.
+//
+//   new Handle(netnsPath?)      absent: the daemon's own netns
+//   run(ops): Promise<results>  on a libuv pool thread (the socket already lives in the netns)
+//   runSync(ops): results       on the calling thread, for ops that take microseconds
+//   encode(op): Buffer          the request bytes op would send, seq and pid 0
+//   close()                     also done when the handle is garbage-collected
+//   Handle.decodeLink(buf)      parses one RTM_NEWLINK message (tests of VF parsing)
+#pragma once
+#include <napi.h>
+
+#include <mutex>
+#include <string>
+
+#include "nl/socket.h"
+
+namespace knit {
+
+class Handle : public Napi::ObjectWrap<Handle> {
+ public:
+  static void Init(Napi::Env env, Napi::Object exports);
+  explicit Handle(const Napi::CallbackInfo& info);
+  ~Handle() override;
+
+  // Serialises use of the socket between the JS thread and pool threads.
+  std::mutex& Mutex() { return mu_; }
+  nl::Socket& Socket() { return socket_; }
+  int NetnsFd() const { return nsfd_; }
+  void CloseNow();
+
+ private:
+  Napi::Value Run(const Napi::CallbackInfo& info);
+  Napi::Value RunSync(const Napi::CallbackInfo& info);
+  Napi::Value Encode(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value GetNetns(const Napi::CallbackInfo& info);
+  Napi::Value GetClosed(const Napi::CallbackInfo& info);
+  static Napi::Value DecodeLink(const Napi::CallbackInfo& info);
+
+  std::mutex mu_;
+  nl::Socket socket_;
+  int nsfd_ = -1;
+  std::string netns_;
+};
+
+}  // namespace knit

@@ -1,0 +1,206 @@
+#include "nl/exec.h"
+
+#include <errno.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "netns.h"
+#include "nl/families.h"
+
+#ifndef RTEXT_FILTER_SKIP_STATS
+#define RTEXT_FILTER_SKIP_STATS (1 << 3)
+#endif
+
+namespace knit::nl {
+
+namespace {
+
+int LookupIndex(Socket& s, const std::string& name, uint32_t* index, std::string* extack) {
+  Builder b(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK);
+  ifinfomsg ifi{};
+  b.Struct(&ifi, sizeof ifi);
+  b.Str(IFLA_IFNAME, name);
+  b.U32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+  std::vector<Message> replies;
+  int rc = s.Transact(std::move(b.Bytes()), &replies, extack);
+  if (rc < 0) return rc;
+  LinkInfo link;
+  for (const auto& m : replies) {
+    if (ParseLink(m, &link)) {
+      *index = link.index;
+      return 0;
+    }
+  }
+  return -ENODEV;
+}
+
+// Fills the request's run-time slots. Opened netns fds go to *fds for the caller to close.
+int ApplyFixups(RunContext& ctx, Request& req, Message* bytes, OpResult* res, OpError* err, std::vector<int>* fds) {
+  for (const Fixup& fx : req.fixups) {
+    uint32_t value = 0;
+    if (fx.kind == Fixup::kLink) {
+      int rc = LookupIndex(*ctx.socket, fx.name, &value, &err->extack);
+      if (rc < 0) {
+        err->context = "look up link " + fx.name + " (" + fx.field + ")";
+        return rc;
+      }
+      if (fx.subject) res->index = value;
+    } else {
+      OpError open;
+      int fd = OpenNetns(fx.name, &open);
+      if (fd < 0) {
+        err->context = (open.context.empty() ? "open netns " + fx.name : open.context) + " (" + fx.field + ")";
+        return fd;
+      }
+      fds->push_back(fd);
+      value = static_cast<uint32_t>(fd);
+    }
+    std::memcpy(bytes->data() + fx.offset, &value, 4);
+  }
+  return 0;
+}
+
+template <typename T, typename Parse>
+void Collect(const std::vector<Message>& replies, std::optional<std::vector<T>>* out, Parse parse) {
+  if (!*out) out->emplace();
+  for (const auto& m : replies) {
+    T item;
+    if (parse(m, &item)) (*out)->push_back(std::move(item));
+  }
+}
+
+// The link a create request made: from the kernel's echo, or (kernels before 6.3 send none)
+// by asking for it by name.
+int CreatedLink(RunContext& ctx, const Request& req, const std::vector<Message>& replies, LinkInfo* out) {
+  for (const auto& m : replies)
+    if (ParseLink(m, out)) return 0;
+  if (req.echoName.empty()) return -ENODEV;
+  Builder b(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK);
+  ifinfomsg ifi{};
+  b.Struct(&ifi, sizeof ifi);
+  b.Str(IFLA_IFNAME, req.echoName);
+  b.U32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+  std::vector<Message> answer;
+  std::string ignored;
+  int rc = ctx.socket->Transact(std::move(b.Bytes()), &answer, &ignored);
+  if (rc < 0) return rc;
+  for (const auto& m : answer)
+    if (ParseLink(m, out)) return 0;
+  return -ENODEV;
+}
+
+int ReadReplies(RunContext& ctx, const PreparedOp& op, const Request& req, const std::vector<Message>& replies, OpResult* res,
+                OpError* err) {
+  switch (req.reply) {
+    case ReplyKind::None: break;
+    case ReplyKind::Echo: {
+      LinkInfo created;
+      if (CreatedLink(ctx, req, replies, &created) < 0) break;  // made, but we cannot see it: no index to report
+      res->index = created.index;
+      if (op.afterCreate) {
+        int rc = op.afterCreate(ctx, created, err);
+        if (rc < 0) {
+          // A failed op must leave nothing behind: take the half-made link away again.
+          Builder del(RTM_DELLINK, NLM_F_REQUEST | NLM_F_ACK);
+          ifinfomsg ifi{};
+          ifi.ifi_index = static_cast<int>(created.index);
+          del.Struct(&ifi, sizeof ifi);
+          std::string ignored;
+          ctx.socket->Transact(std::move(del.Bytes()), nullptr, &ignored);
+          res->index = 0;
+          return rc;
+        }
+      }
+      break;
+    }
+    case ReplyKind::Link: {
+      LinkInfo link;
+      for (const auto& m : replies) {
+        if (ParseLink(m, &link)) {
+          res->index = link.index;
+          res->link = std::move(link);
+          break;
+        }
+      }
+      if (!res->link) return -ENODEV;
+      break;
+    }
+    case ReplyKind::Links: Collect(replies, &res->links, ParseLink); break;
+    case ReplyKind::Addrs: Collect(replies, &res->addrs, ParseAddr); break;
+    case ReplyKind::Routes: Collect(replies, &res->routes, ParseRoute); break;
+    case ReplyKind::Neighs: Collect(replies, &res->neighs, ParseNeigh); break;
+    case ReplyKind::Qdiscs: Collect(replies, &res->qdiscs, ParseQdisc); break;
+    case ReplyKind::Filters: Collect(replies, &res->filters, ParseFilter); break;
+  }
+  return 0;
+}
+
+int RunOp(RunContext& ctx, PreparedOp& op, OpResult* res, OpError* err) {
+  if (op.custom) return op.custom(ctx, res, err);
+  for (Request& req : op.requests) {
+    if (req.subjectIndex) res->index = req.subjectIndex;
+    Message bytes = req.bytes;
+    std::vector<int> fds;
+    int rc = ApplyFixups(ctx, req, &bytes, res, err, &fds);
+    std::vector<Message> replies;
+    if (rc == 0) {
+      rc = ctx.socket->Transact(std::move(bytes), &replies, &err->extack);
+      if (rc < 0) err->context = op.name;
+    }
+    for (int fd : fds) close(fd);
+    if (rc == 0) rc = ReadReplies(ctx, op, req, replies, res, err);
+    if (rc < 0) return rc;
+  }
+  if (op.filter) op.filter(res);
+  return 0;
+}
+
+}  // namespace
+
+int RunBatch(RunContext& ctx, std::vector<PreparedOp>& ops, std::vector<OpResult>* results, OpError* err) {
+  for (size_t i = 0; i < ops.size(); i++) {
+    PreparedOp& op = ops[i];
+    OpResult res;
+    OpError opErr;
+    int rc = RunOp(ctx, op, &res, &opErr);
+    if (rc < 0) {
+      bool missing = std::find(op.missingErrnos.begin(), op.missingErrnos.end(), -rc) != op.missingErrnos.end();
+      if (!(op.ignoreMissing && missing)) {
+        *err = opErr;
+        err->err = -rc;
+        err->index = static_cast<int>(i);
+        return rc;
+      }
+      res = OpResult{};
+      res.skipped = true;
+    }
+    results->push_back(std::move(res));
+  }
+  return 0;
+}
+
+int EncodeOp(RunContext& ctx, PreparedOp& op, std::vector<uint8_t>* out, OpError* err) {
+  if (op.custom) {
+    err->err = EINVAL;
+    err->context = op.name + " is not a netlink request and has no bytes to encode";
+    return -EINVAL;
+  }
+  for (Request& req : op.requests) {
+    Message bytes = req.bytes;
+    std::vector<int> fds;
+    OpResult ignored;
+    int rc = ApplyFixups(ctx, req, &bytes, &ignored, err, &fds);
+    for (int fd : fds) close(fd);
+    if (rc < 0) {
+      err->err = -rc;
+      return rc;
+    }
+    out->insert(out->end(), bytes.begin(), bytes.end());
+  }
+  return 0;
+}
+
+}  // namespace knit::nl

@@ -1,0 +1,66 @@
+// Per object family: turning parsed op fields into requests, and replies into results.
+// Each family lives in its own .cc (link, addr, route, neigh, tc, vf, local).
+#pragma once
+#include <linux/netlink.h>
+
+#include <string>
+
+#include "nl/fields.h"
+#include "nl/message.h"
+#include "nl/op.h"
+#include "nl/results.h"
+
+namespace knit::nl {
+
+// A request under construction plus the ifindex slots still to fill by name.
+class RequestBuilder {
+ public:
+  RequestBuilder(uint16_t type, uint16_t flags, ReplyKind reply = ReplyKind::None) : b(type, flags), reply_(reply) {}
+  Builder b;
+  // Writes ref's index at offset now, or records a fixup to resolve its name at run time.
+  void LinkAt(size_t offset, const LinkRef& ref, const std::string& field, bool subject);
+  // Appends a u32 attribute holding ref's ifindex.
+  void LinkAttr(uint16_t type, const LinkRef& ref, const std::string& field, bool subject = false);
+  // Appends IFLA_NET_NS_FD for the netns at path, opened when the request is sent.
+  void NetnsFdAttr(uint16_t type, const std::string& path, const std::string& field);
+  std::string echoName;
+  Request Done();
+
+ private:
+  std::vector<Fixup> fixups_;
+  ReplyKind reply_;
+  uint32_t subjectIndex_ = 0;
+};
+
+PreparedOp PrepareLinkAdd(const Fields& f);
+PreparedOp PrepareLinkSet(const Fields& f);
+PreparedOp PrepareLinkDel(const Fields& f);
+PreparedOp PrepareLinkDelGroup(const Fields& f);
+PreparedOp PrepareLinkGet(const Fields& f);
+PreparedOp PrepareLinkList(const Fields& f);
+PreparedOp PrepareAddr(const Fields& f, bool add);
+PreparedOp PrepareAddrList(const Fields& f);
+PreparedOp PrepareRoute(const Fields& f, const std::string& verb);
+PreparedOp PrepareRouteList(const Fields& f);
+PreparedOp PrepareNeigh(const Fields& f, bool add);
+PreparedOp PrepareNeighList(const Fields& f);
+PreparedOp PrepareQdisc(const Fields& f, bool add);
+PreparedOp PrepareQdiscList(const Fields& f);
+PreparedOp PrepareFilterAdd(const Fields& f);
+PreparedOp PrepareFilterDel(const Fields& f);
+PreparedOp PrepareFilterList(const Fields& f);
+PreparedOp PrepareVfSet(const Fields& f);
+PreparedOp PrepareSysctl(const Fields& f, bool set);
+PreparedOp PrepareTunAdd(const Fields& f);
+
+// Reply parsers; each returns false for a message of another type.
+bool ParseLink(const Message& m, LinkInfo* out);
+bool ParseAddr(const Message& m, AddrInfo* out);
+bool ParseRoute(const Message& m, RouteInfo* out);
+bool ParseNeigh(const Message& m, NeighInfo* out);
+bool ParseQdisc(const Message& m, QdiscInfo* out);
+bool ParseFilter(const Message& m, FilterInfo* out);
+// IFLA_VFINFO_LIST payload → one VfInfo per IFLA_VF_INFO.
+void ParseVfList(const Attr& list, std::vector<VfInfo>* out);
+
+}  // namespace knit::nl
