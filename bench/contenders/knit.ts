@@ -1,10 +1,16 @@
 // knit over gRPC, client-observed: the daemon runs as a child process with a temporary config
-// and socket; each attach is one Attach RPC and each detach one Detach RPC from a grpc-js client.
+// and socket; each attach is one Attach RPC and each detach one Detach RPC from a grpc-js client
+// (the clock runs around the call, so the transport is included: compare with the grpc row).
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
-import type { Daemon } from '../lib/daemon.js';
+import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { ipBatch } from '../lib/exec.js';
+import { knitProto } from '../../src/api/proto.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** The network name the bench config defines. */
 const NETWORK = 'bench';
@@ -39,26 +45,27 @@ export class KnitContender implements Contender {
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
     const socket = path.join(ctx.scratch, 'knit.sock');
-    // TODO(lead): wire the daemon once src/daemon/serve.ts and the config schema exist:
-    //  1. write a config into ctx.scratch: one bridge network named NETWORK on ctx.network.bridge
-    //     with subnet ctx.network.subnet / gateway ctx.network.gateway, state dir in ctx.scratch,
-    //     host link names derived with ctx.prefix so the run's sweep finds leftovers;
-    //  2. this.daemon = await startDaemon({ what: 'knit daemon', cmd: process.execPath,
-    //       args: [<build/src/cli/main.js>, 'serve', '--config', <file>, '--socket', socket],
-    //       socket }); ctx.trackPid(this.daemon.pid, 'knit daemon');
-    //  3. this.client = new (knitProto().Knit)(`unix://${socket}`, grpc.credentials.createInsecure())
-    //     (import knitProto from '../../src/api/proto.js') and waitForReady.
-    // Attach/Detach below are ready for it.
-    void socket;
-    throw new Error('not wired: bench/contenders/knit.ts setup() is a TODO until the daemon lands');
+    const configPath = path.join(ctx.scratch, 'config.json');
+    writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket), null, 2));
+    const { cmd, args } = daemonCommand(configPath);
+    this.daemon = await startDaemon({ what: 'knit daemon', cmd, args, socket, timeoutMs: 30000 });
+    ctx.trackPid(this.daemon.pid, 'knit daemon');
+    const { Knit } = knitProto();
+    this.client = new Knit(`unix://${socket}`, grpc.credentials.createInsecure());
+    await new Promise<void>((resolve, reject) =>
+      this.client!.waitForReady(Date.now() + 10000, (err) => (err ? reject(new Error(`knit daemon at ${socket}: ${err.message}`)) : resolve())),
+    );
+    // the socket appears once the API serves; NodeStatus says whether the bench network is up
+    const status = (await this.unary('NodeStatus', {})) as { ready: boolean; reason: string; message: string };
+    if (!status.ready) throw new Error(`knit daemon not ready: ${status.reason}: ${status.message}`);
   }
 
-  attach(sb: Sandbox, flavor: Flavor): Promise<void> {
-    return this.call('Attach', attachRequest(sb, flavor), sb);
+  async attach(sb: Sandbox, flavor: Flavor): Promise<void> {
+    await this.unary('Attach', attachRequest(sb, flavor), sb);
   }
 
-  detach(sb: Sandbox): Promise<void> {
-    return this.call('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  async detach(sb: Sandbox): Promise<void> {
+    await this.unary('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
   }
 
   daemonPid(): number | undefined {
@@ -72,10 +79,33 @@ export class KnitContender implements Contender {
     if (this.net) await ipBatch([`link del ${this.net.bridge}`], undefined, true);
   }
 
-  private call(method: 'Attach' | 'Detach', req: object, sb: Sandbox): Promise<void> {
+  private unary(method: string, req: object, sb?: Sandbox): Promise<unknown> {
     const fn = (this.client as unknown as Record<string, Unary>)[method];
     return new Promise((resolve, reject) =>
-      fn.call(this.client, req, (err) => (err ? reject(new Error(`knit ${method} ${sb.id}: ${grpc.status[err.code]}: ${err.details}`)) : resolve())),
+      fn.call(this.client, req, (err, res) =>
+        err ? reject(new Error(`knit ${method}${sb ? ` ${sb.id}` : ''}: ${grpc.status[err.code]}: ${err.details}`)) : resolve(res),
+      ),
     );
   }
+}
+
+/** A config with everything in the contender's scratch dir and one bridge network. */
+function daemonConfig(ctx: SetupContext, socket: string): object {
+  const net = ctx.network;
+  return {
+    socket,
+    runDir: path.join(ctx.scratch, 'run'),
+    stateDir: path.join(ctx.scratch, 'state'),
+    netnsDir: path.join(ctx.scratch, 'netns'),
+    handoffSocket: path.join(ctx.scratch, 'handoff.sock'),
+    logLevel: 'info', // the shipped default: logging is part of what a real attach costs
+    networks: [{ name: NETWORK, mode: 'bridge', bridge: net.bridge, ipv4: { subnet: net.subnet, gateway: net.gateway } }],
+  };
+}
+
+/** `knit serve` when the CLI is built, else the bench's launcher around the same serve(). */
+function daemonCommand(configPath: string): { cmd: string; args: string[] } {
+  const cli = path.join(repoRoot, 'build', 'src', 'cli', 'main.js');
+  if (existsSync(cli)) return { cmd: process.execPath, args: [cli, 'serve', '--config', configPath] };
+  return { cmd: process.execPath, args: [path.join(repoRoot, 'build', 'bench', 'knit-daemon.js'), configPath] };
 }

@@ -154,7 +154,7 @@ export class World {
     rmSync(this.scratch, { recursive: true, force: true });
   }
 
-  /** Delete every netns and link whose name starts with the prefix. */
+  /** Delete every netns and link whose name starts with the prefix (or that knit tagged with one of the run's sandbox ids). */
   async sweep(log: (line: string) => void = () => {}): Promise<void> {
     await sweepPrefix(this.prefix, log);
   }
@@ -171,9 +171,10 @@ export async function sweepPrefix(prefix: string, log: (line: string) => void = 
     await ipBatch(netns.map((n) => `netns del ${n}`), undefined, true);
     log(`cleanup: deleted ${netns.length} netns ${prefix}*`);
   }
-  const links = (JSON.parse((await exec('ip', ['-j', 'link', 'show'])).stdout || '[]') as Array<{ ifname: string }>)
-    .map((l) => l.ifname)
-    .filter((n) => n.startsWith(prefix));
+  // knit names host links from a hash of the sandbox id but tags them (ifalias sandbox=<id>;)
+  const links = (JSON.parse((await exec('ip', ['-j', 'link', 'show'])).stdout || '[]') as Array<{ ifname: string; ifalias?: string }>)
+    .filter((l) => l.ifname.startsWith(prefix) || l.ifalias?.includes(`sandbox=${prefix}-`))
+    .map((l) => l.ifname);
   if (links.length) {
     // veth ends go with their peers; ignore "Cannot find device" for those
     await ipBatch(links.map((n) => `link del ${n}`), undefined, true);
