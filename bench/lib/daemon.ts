@@ -32,7 +32,12 @@ export function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const daemon: Daemon = {
     child,
     pid: child.pid ?? -1,
-    tail: () => output.trim().split('\n').slice(-5).join(' | '),
+    tail: () => {
+      // a stack trace's first line says what went wrong; otherwise the last lines
+      const lines = output.trim().split('\n');
+      const error = lines.find((l) => /\bError\b|error:/.test(l));
+      return error ? error.trim() : lines.slice(-3).join(' | ');
+    },
     stop: async () => {
       if (exited) return;
       const gone = new Promise<void>((r) => child.once('exit', () => r()));
