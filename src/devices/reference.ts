@@ -5,6 +5,7 @@
 //   { pool, device (or name), parameters }     a DRA claim's allocation result
 // Resolution reads only that device's sysfs directory (no inventory scan on the attach path);
 // a DRA device name decodes back to its BDF (pci-address.ts).
+import path from 'node:path';
 import { KnitError } from '../core/errors.js';
 import { describeDevice, isNetworkClass, type PciNetDevice } from './inventory.js';
 import { parseDeviceParameters, type DeviceParameters } from './params.js';
@@ -88,8 +89,8 @@ export async function resolveDevice(sysfs: Sysfs, ref: DeviceRef, opts: ResolveO
       if (!(await sysfs.exists(`class/net/${ref.netdev}`))) {
         throw notFound(`${field}.netdev`, `no interface ${JSON.stringify(ref.netdev)} in the host network namespace`);
       }
-      const target = await sysfs.linkName(`class/net/${ref.netdev}/device`);
-      const found = target && normalizeBdf(target);
+      const real = await sysfs.realpath(`class/net/${ref.netdev}/device`);
+      const found = real && normalizeBdf(path.basename(real));
       if (!found) {
         throw notFound(`${field}.netdev`, `interface ${JSON.stringify(ref.netdev)} is not backed by a PCI function (a virtual interface?)`);
       }
