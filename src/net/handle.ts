@@ -1,0 +1,130 @@
+// A netlink handle bound to one network namespace: the typed face of the addon's Handle.
+//
+// The native side opens a NETLINK_ROUTE socket on a short-lived thread inside the netns (no
+// setns on the JS thread or on pool threads), so every later request runs there from
+// whichever thread sends it. `run` picks the thread:
+//
+//  - On the JS thread (runSync) when every op of the batch is one the kernel answers in
+//    microseconds: reads (link.get/list, addr/route/neigh/qdisc/filter lists, sysctl.get) and
+//    addr, route, neigh and filter changes. Measured with bench/net-handle-paths.mjs on the
+//    2-core dev VM: link.get ~120 µs, addr.list ~100 µs, route.add ~80 µs, neigh.add ~120 µs,
+//    filter.add ~300 µs (medians, with other test suites running). A pool hop costs more
+//    than that and buys nothing.
+//  - On a libuv pool thread (native run) otherwise, because these block in the kernel:
+//    deleting a veth, bridge or tap waits for an RCU grace period (20-40 ms each; one
+//    link.delGroup deletes many for the price of one), moving a link to another netns
+//    (~20 ms), creating a veth (4-10 ms, more with its peer in another netns), tun.add
+//    (spawns a thread, 4 ms; 15 ms with 4 queues), qdisc add/del (~2 ms: qdisc grafting waits
+//    for in-flight packets), sysctl.set (a thread plus whatever the write triggers), link.set
+//    (enslaving, up/down and renames take the RTNL lock and can wait on it), vf.set (PF
+//    drivers talk to firmware).
+// The daemon's event loop is never blocked for a kernel wait.
+import type { LinkInfo, Op, OpResult } from './ops.js';
+import { native } from './native.js';
+import { toKernelError } from './errors.js';
+
+/** The addon's Handle class as the addon exports it (see native/src/handle.h). */
+interface NativeHandle {
+  run(ops: Op[]): Promise<OpResult[]>;
+  runSync(ops: Op[]): OpResult[];
+  encode(op: Op): Buffer;
+  close(): void;
+  readonly netns?: string;
+  readonly closed: boolean;
+}
+interface NativeHandleClass {
+  new (netnsPath?: string): NativeHandle;
+  decodeLink(message: Buffer): LinkInfo;
+}
+const NativeHandle = native.Handle as NativeHandleClass;
+
+/** Ops the kernel answers without waiting on anything: fine to run on the JS thread. */
+const QUICK_OPS: ReadonlySet<Op['op']> = new Set<Op['op']>([
+  'link.get', 'link.list', 'addr.list', 'route.list', 'neigh.list', 'qdisc.list', 'filter.list', 'sysctl.get',
+  'addr.add', 'addr.del', 'route.add', 'route.replace', 'route.del', 'neigh.add', 'neigh.del', 'filter.add', 'filter.del',
+]);
+
+/** True when run() would execute this batch on the calling thread. */
+export function isQuickBatch(ops: readonly Op[]): boolean {
+  return ops.every((o) => QUICK_OPS.has(o?.op));
+}
+
+export class NetHandle {
+  private constructor(
+    private readonly h: NativeHandle,
+    /** The netns path this handle works in; undefined = the daemon's own netns. */
+    readonly netns: string | undefined,
+  ) {}
+
+  /** Opens a handle in the netns at netnsPath (absent: the daemon's own). Throws KernelError
+   * (ENOENT: no such path; EINVAL: not a network namespace). */
+  static open(netnsPath?: string): NetHandle {
+    try {
+      return new NetHandle(new NativeHandle(netnsPath), netnsPath);
+    } catch (err) {
+      throw toKernelError(err, undefined, netnsPath);
+    }
+  }
+
+  /** Parses one RTM_NEWLINK message (for tests of reply parsing). */
+  static decodeLink(message: Buffer): LinkInfo {
+    return NativeHandle.decodeLink(message);
+  }
+
+  get closed(): boolean {
+    return this.h.closed;
+  }
+
+  /** Runs ops in order, stopping at the first failure: rejects with a KernelError whose
+   * `index` names the failing op and `completed` holds the results before it. Bad fields
+   * reject with a TypeError/RangeError naming the field before anything is sent. Picks the
+   * JS thread or a pool thread as the header comment says. */
+  async run(ops: Op[]): Promise<OpResult[]> {
+    if (Array.isArray(ops) && isQuickBatch(ops)) return this.runSync(ops);
+    return this.runOnPool(ops);
+  }
+
+  /** Runs ops on a libuv pool thread, whatever they are. */
+  async runOnPool(ops: Op[]): Promise<OpResult[]> {
+    try {
+      return await this.h.run(ops);
+    } catch (err) {
+      throw toKernelError(err, ops, this.netns);
+    }
+  }
+
+  /** Runs ops on the calling thread. Only for quick ops (see isQuickBatch): a veth delete
+   * here would stall the event loop for an RCU grace period. */
+  runSync(ops: Op[]): OpResult[] {
+    try {
+      return this.h.runSync(ops);
+    } catch (err) {
+      throw toKernelError(err, ops, this.netns);
+    }
+  }
+
+  /** The exact netlink request bytes op would send (seq 0, pid 0), all requests of the op back
+   * to back. Link names are resolved to ifindexes by a lookup, as a run would. */
+  encode(op: Op): Buffer {
+    try {
+      return this.h.encode(op);
+    } catch (err) {
+      throw toKernelError(err, op, this.netns);
+    }
+  }
+
+  /** Closes the socket (also done when the handle is garbage-collected). Idempotent. */
+  close(): void {
+    this.h.close();
+  }
+}
+
+/** Opens a handle, gives it to fn, and closes it afterwards whatever happens. */
+export async function withHandle<T>(netns: string | undefined, fn: (h: NetHandle) => Promise<T> | T): Promise<T> {
+  const h = NetHandle.open(netns);
+  try {
+    return await fn(h);
+  } finally {
+    h.close();
+  }
+}

@@ -1,0 +1,33 @@
+// Link look-ups by name or index (never a full dump on the hot path).
+import type { LinkInfo, LinkRef } from './ops.js';
+import type { NetHandle } from './handle.js';
+import { KernelError } from './errors.js';
+
+/** The link, or undefined when there is none by that name/index in the handle's netns. */
+export async function findLink(h: NetHandle, link: LinkRef): Promise<LinkInfo | undefined> {
+  try {
+    const [r] = await h.run([{ op: 'link.get', link }]);
+    return r.link;
+  } catch (err) {
+    if (err instanceof KernelError && err.code === 'ENODEV') return undefined;
+    throw err;
+  }
+}
+
+/** The link; a KernelError (ENODEV) when it is missing. */
+export async function getLink(h: NetHandle, link: LinkRef): Promise<LinkInfo> {
+  const [r] = await h.run([{ op: 'link.get', link }]);
+  return r.link!;
+}
+
+/** Every link of the handle's netns, optionally only of one kind ("veth", "bridge", ...). A
+ * dump: for inventory and GC, not for the attach path. */
+export async function listLinks(h: NetHandle, kind?: string): Promise<LinkInfo[]> {
+  const [r] = await h.run([{ op: 'link.list', ...(kind ? { kind } : {}) }]);
+  return r.links ?? [];
+}
+
+/** Links whose alias starts with prefix (knit tags what it creates with "knit:..."). */
+export async function linksTagged(h: NetHandle, prefix: string): Promise<LinkInfo[]> {
+  return (await listLinks(h)).filter((l) => l.alias?.startsWith(prefix));
+}
