@@ -62,12 +62,17 @@ async function monitor([nsPath, count]: string[]): Promise<object> {
   for (let i = 0; i < Number(count); i++) new Monitor(nsPath, ['link', 'ipv4-addr', 'ipv6-addr']).close();
 
   // One that really receives events, then closes with events possibly still queued.
+  // (Toggling lo down and up makes at least one change whatever state it was in.)
   const m = new Monitor(nsPath, ['link']);
-  const seen = m.waitFor((e) => e.type === 'link' && e.name === 'lo' && e.up, 10_000);
-  execFileSync('nsenter', [`--net=${nsPath}`, 'ip', 'link', 'set', 'lo', 'up']);
-  await seen;
-  execFileSync('nsenter', [`--net=${nsPath}`, 'ip', 'link', 'set', 'lo', 'down']);
-  m.close();
+  try {
+    const seen = m.waitFor((e) => e.type === 'link' && e.name === 'lo', 10_000);
+    execFileSync('nsenter', [`--net=${nsPath}`, 'ip', 'link', 'set', 'lo', 'down']);
+    execFileSync('nsenter', [`--net=${nsPath}`, 'ip', 'link', 'set', 'lo', 'up']);
+    await seen;
+    execFileSync('nsenter', [`--net=${nsPath}`, 'ip', 'link', 'set', 'lo', 'down']);
+  } finally {
+    m.close();
+  }
 
   const openDuring = new Monitor(nsPath, ['link']);
   const threadsOpen = threads();
