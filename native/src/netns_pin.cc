@@ -93,7 +93,8 @@ int CreatePinnedNetns(const std::string& path, NetnsId* id, OpError* err) {
     return Fail(err, EINVAL, "create netns: path '" + path + "' must be absolute and name a file");
   }
   std::string dir = path.substr(0, path.find_last_of('/'));
-  if (dir.empty()) dir = "/";
+  // The run dir is made a shared mount: never do that to the root filesystem.
+  if (dir.empty()) return Fail(err, EINVAL, "create netns: " + path + " must be inside a run directory, not directly in /");
   int rc = MakeDirs(dir);
   if (rc < 0) return Fail(err, -rc, "create netns run dir " + dir);
   rc = MakeSharedMountPoint(dir, err);

@@ -145,3 +145,18 @@ test('deleteNetns refuses what is not a netns and reports a missing one unless t
   t.is(relative?.reason, 'invalid');
   t.regex(relative!.message, /absolute/);
 });
+
+test('concurrent creates in a new run dir all succeed and bind the run dir only once', async (t) => {
+  const dir = tempRunDir(t, 'kn1g-');
+  const runDir = `${dir}/netns`;
+  const pins = Array.from({ length: 16 }, (_, i) => `${runDir}/kn1g-${i}`);
+  const ids = await Promise.all(pins.map((p) => createNetns(p)));
+  t.teardown(() => Promise.all(pins.map((p) => deleteNetns(p, { ignoreMissing: true }))));
+  t.is(new Set(ids.map((id) => id.ino)).size, pins.length, 'each pin is its own netns');
+  t.is(mountinfo().filter((m) => m.mountPoint === runDir).length, 1);
+  for (const [i, p] of pins.entries()) t.deepEqual(await statId(p), ids[i]);
+
+  const top = await t.throwsAsync(createNetns('/kn1g-at-root'), { instanceOf: NetnsError });
+  t.regex(top!.message, /not directly in \//);
+  t.false(existsSync('/kn1g-at-root'));
+});
