@@ -1,0 +1,18 @@
+// `knit serve`: run the daemon in the foreground (wiring in src/daemon/serve.ts).
+import type { Command } from '../command.js';
+import { usageError } from '../exit.js';
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'run the knit daemon in the foreground',
+  usage: '[--config FILE]',
+  options: { config: { type: 'string' } },
+  remote: false,
+  async run(ctx) {
+    if (ctx.positionals.length) throw usageError(`unexpected argument "${ctx.positionals[0]}"`);
+    // Loaded on demand: client commands must not pull in the daemon (and the native addon).
+    const { serve } = await import('../../daemon/serve.js');
+    await serve({ config: ctx.values.config as string | undefined });
+    return 0;
+  },
+};
