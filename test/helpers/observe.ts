@@ -10,9 +10,10 @@ function json(cmd: string, args: string[]): Json {
   return out.trim() ? JSON.parse(out) : [];
 }
 
-/** `ip -j -d [-n ns] ...args`. */
+/** `ip -j -d [-n ns] ...args`; leading options ("-6") go before the object, where ip wants them. */
 export function ip(ns: string | undefined, ...args: string[]): Json {
-  return json('ip', ['-j', '-d', ...(ns ? ['-n', ns] : []), ...args]);
+  const opts = args.filter((a, i) => a.startsWith('-') && args.slice(0, i).every((b) => b.startsWith('-')));
+  return json('ip', ['-j', '-d', ...(ns ? ['-n', ns] : []), ...opts, ...args.slice(opts.length)]);
 }
 
 /** `tc -j [-n ns] ...args`. */
@@ -38,12 +39,20 @@ export function addrs(ns: string | undefined, dev: string): Json[] {
   return ip(ns, 'addr', 'show', 'dev', dev)[0]?.addr_info ?? [];
 }
 
+/** `ip -j route show ...args`; a leading "-6" selects IPv6. */
 export function routes(ns: string | undefined, ...args: string[]): Json[] {
-  return ip(ns, 'route', 'show', ...args);
+  const [opts, rest] = splitFamily(args);
+  return ip(ns, ...opts, 'route', 'show', ...rest);
 }
 
+/** `ip -j neigh show ...args`; a leading "-6" selects IPv6. */
 export function neighs(ns: string | undefined, ...args: string[]): Json[] {
-  return ip(ns, 'neigh', 'show', ...args);
+  const [opts, rest] = splitFamily(args);
+  return ip(ns, ...opts, 'neigh', 'show', ...rest);
+}
+
+function splitFamily(args: string[]): [string[], string[]] {
+  return args[0] === '-4' || args[0] === '-6' ? [[args[0]], args.slice(1)] : [[], args];
 }
 
 export function qdiscs(ns: string | undefined, dev: string): Json[] {
