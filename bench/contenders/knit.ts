@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
-import { ipBatch } from '../lib/exec.js';
+import { exec, ipBatch } from '../lib/exec.js';
+import { REAP_GROUP } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -41,9 +42,11 @@ export class KnitContender implements Contender {
   private daemon?: Daemon;
   private client?: grpc.Client;
   private net?: BenchNetwork;
+  private prefix = '';
 
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
+    this.prefix = ctx.prefix;
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
     writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket), null, 2));
@@ -66,6 +69,17 @@ export class KnitContender implements Contender {
 
   async detach(sb: Sandbox): Promise<void> {
     await this.unary('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  }
+
+  /** Detach only moves devices into knit's reap group; wait until the reaper deleted ours. */
+  async settle(): Promise<void> {
+    const until = Date.now() + 2000;
+    while (Date.now() < until) {
+      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(REAP_GROUP)], { allowFailure: true });
+      const links = JSON.parse(r.stdout || '[]') as Array<{ ifalias?: string }>;
+      if (!links.some((l) => l.ifalias?.includes(`sandbox=${this.prefix}-`))) return;
+      await new Promise((res) => setTimeout(res, 5));
+    }
   }
 
   daemonPid(): number | undefined {

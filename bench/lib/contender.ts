@@ -74,6 +74,12 @@ export interface Contender {
   attach(sandbox: Sandbox, flavor: Flavor): Promise<number | void>;
   /** Detach what attach made (same timing rule). */
   detach(sandbox: Sandbox): Promise<number | void>;
+  /**
+   * Wait (untimed) until work the contender deferred past its reply is finished — knit's
+   * detach returns before its reaper deletes the veth — so that work is not charged to the
+   * next contender in the round. Not called in churn, where deferred work is part of the rate.
+   */
+  settle?(): Promise<void>;
   /** PID of the long-running daemon whose memory the scale run reports, if any. */
   daemonPid?(): number | undefined;
   /** Stop processes, remove the bridge and what setup made. Must not throw for partial setups. */

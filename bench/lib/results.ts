@@ -5,8 +5,10 @@ export interface ContenderInfo {
   name: string;
   label: string;
   kind: 'network' | 'transport';
-  /** Why it did not take part (setup failed, not wired yet, dropped after errors). */
+  /** Why it did not take part at all (setup or probe check failed, not wired yet). */
   skipped?: string;
+  /** Phases it left early after repeated failures: "churn: dropped after 5 failed calls; last: ...". */
+  dropped?: string[];
 }
 
 export interface LatencySamples {

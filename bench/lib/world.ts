@@ -36,6 +36,11 @@ export class World {
   private readonly usedSubnets: string[] = [];
   private cleaned = false;
 
+  /** True once cleanup has started: nothing new may be created after that. */
+  get closing(): boolean {
+    return this.cleaned;
+  }
+
   private constructor(prefix: string) {
     this.prefix = prefix;
     this.scratch = mkdtempSync(path.join(tmpdir(), `${prefix}-`));
@@ -104,6 +109,8 @@ export class World {
 
   /** Create named netns in one exec (before any clock starts). */
   async addNetns(names: readonly string[]): Promise<void> {
+    // a phase still running after Ctrl-C must not make netns the sweep has already passed
+    if (this.cleaned) throw new Error('bench: run is being cleaned up');
     for (let i = 0; i < names.length; i += 500) {
       await ipBatch(names.slice(i, i + 500).map((n) => `netns add ${n}`));
     }

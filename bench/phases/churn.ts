@@ -15,6 +15,7 @@ export async function runChurn(
   progress: Progress,
   opts: { seconds: number; concurrency: number[] },
 ): Promise<ChurnResult[]> {
+  lineup.beginPhase('churn');
   const results: ChurnResult[] = [];
   const plan = lineup.entries.flatMap((e) =>
     [...new Set(opts.concurrency.map((c) => Math.min(c, e.contender.maxConcurrency)))].map((c) => [e, c] as const),

@@ -17,6 +17,7 @@ export async function runLatency(
   progress: Progress,
   opts: { warmup: number; iterations: number },
 ): Promise<Record<string, LatencySamples>> {
+  lineup.beginPhase('latency');
   const samples: Record<string, LatencySamples> = {};
   for (const e of lineup.entries) samples[e.contender.name] = { attach: [], detach: [], errors: [] };
   const rounds = opts.warmup + opts.iterations;
@@ -27,6 +28,7 @@ export async function runLatency(
     for (const [i, entry] of entries.entries()) {
       const sb = sandboxes[i][0];
       const out = await attachDetach(entry.contender, sb);
+      await entry.contender.settle?.();
       entry.source.done(sb);
       const s = samples[entry.contender.name];
       if (out.error) {

@@ -23,6 +23,7 @@ export async function runScale(
   progress: Progress,
   opts: { levels: number[]; samples: number },
 ): Promise<{ levels: number[]; points: ScalePoint[] }> {
+  lineup.beginPhase('scale');
   const levels = [...opts.levels].sort((a, b) => a - b);
   const points: ScalePoint[] = [];
   const background = new Map<string, Sandbox[]>();
@@ -46,6 +47,7 @@ export async function runScale(
       const sandboxes = await freshSandboxes(world, order.map((e) => [e.source, 1]));
       for (const [i, entry] of order.entries()) {
         const out = await attachDetach(entry.contender, sandboxes[i][0]);
+        await entry.contender.settle?.();
         entry.source.done(sandboxes[i][0]);
         const point = byName.get(entry.contender.name)!;
         if (out.error) {

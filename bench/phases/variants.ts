@@ -12,6 +12,7 @@ import { attachDetach } from './measure.js';
 const VM_FLAVORS: Flavor[] = ['kata-tcfilter', 'kubevirt-tap'];
 
 export async function runVariants(world: World, lineup: Lineup, progress: Progress, opts: { iterations: number }): Promise<VariantResult[]> {
+  lineup.beginPhase('vm runtimes');
   const results: VariantResult[] = [];
   const plan = lineup.network.flatMap((e) => VM_FLAVORS.filter((f) => e.contender.flavors.includes(f)).map((f) => [e, f] as const));
   if (plan.length === 0) return results;
@@ -22,6 +23,7 @@ export async function runVariants(world: World, lineup: Lineup, progress: Progre
     for (let i = 0; i < opts.iterations; i++) {
       const [[sb]] = await freshSandboxes(world, [[entry.source, 1]]);
       const out = await attachDetach(entry.contender, sb, flavor);
+      await entry.contender.settle?.();
       entry.source.done(sb);
       if (out.error) {
         r.skipped = out.error;

@@ -56,7 +56,7 @@ function churnSection(churn: ChurnResult[], r: BenchResults): string {
   return [
     '## Churn (highest sustained rate)',
     '',
-    `Back-to-back attach+detach cycles for ${churn[0]?.seconds.toFixed(0) ?? '?'} s per contender and concurrency; ops/s counts attaches and detaches.`,
+    `Back-to-back attach+detach cycles for ${r.run.options.churnSeconds} s per contender and concurrency, each worker reusing one netns; ops/s counts attaches and detaches.`,
     '',
     table(['contender', 'best concurrency', 'cycles/s', 'ops/s', 'attach p50 (ms)', 'detach p50 (ms)', 'cycles/s per concurrency', 'errors'], rows),
   ].join('\n');
@@ -99,6 +99,8 @@ export function renderMarkdown(r: BenchResults): string {
   ];
   const skipped = r.contenders.filter((c) => c.skipped);
   if (skipped.length) parts.push('', 'Not in this run:', '', ...skipped.map((c) => `- ${c.label}: ${c.skipped}`));
+  const dropped = r.contenders.filter((c) => c.dropped?.length);
+  if (dropped.length) parts.push('', 'Left a phase early:', '', ...dropped.flatMap((c) => c.dropped!.map((d) => `- ${c.label}: ${d}`)));
   if (r.churn?.length) parts.push('', churnSection(r.churn, r));
   if (r.scale?.points.length) parts.push('', scaleSection(r));
   if (r.variants?.length) parts.push('', variantsSection(r));
