@@ -1,7 +1,7 @@
 // The NAT table KubeVirt's masquerade binding installs in the launcher's netns
 // (pkg/network/setup/netpod/masquerade: setupNATByFamily), one per address family, as one
-// `nft -f` script. The script starts by creating and deleting the table, so a replay after a
-// crash replaces the table instead of adding its rules twice; undo deletes the table.
+// `nft -f` table definition. The runner applies it as a replacement of the whole table in one
+// transaction, so a replay after a crash does not add the rules twice; undo deletes the table.
 import type { PortSpec } from './options.js';
 
 export const NAT_TABLE = 'nat';
@@ -45,8 +45,6 @@ export function natRuleset(spec: NatSpec): { family: 'ip' | 'ip6'; table: string
   ];
   const nat = (hook: string, priority: number) => `type nat hook ${hook} priority ${priority}; policy accept;`;
   const ruleset = [
-    `table ${family} ${NAT_TABLE}`,
-    `delete table ${family} ${NAT_TABLE}`,
     `table ${family} ${NAT_TABLE} {`,
     ...chain('prerouting', nat('prerouting', -100), [`iifname "${spec.podIface}" counter jump KUBEVIRT_PREINBOUND`]),
     ...chain('input', nat('input', 100), []),

@@ -67,7 +67,7 @@ test('masquerade is the default: runc veth, k6t-eth0 gateway bridge, tap0 for ui
 test('masquerade NAT without declared ports: everything from eth0 to 10.0.2.2, loopback hairpin, masquerade out', (t) => {
   const plan = kubevirtStrategy.planInterface(makeInput('kubevirt', [eth0({ binding: 'masquerade' })]));
   const rs = (nftSteps(plan.steps)[0].do as NftApplyAction).ruleset;
-  t.true(rs.startsWith('table ip nat\ndelete table ip nat\ntable ip nat {'), 'replay replaces the table');
+  t.true(rs.startsWith('table ip nat {\n'));
   t.deepEqual(chain(rs, 'prerouting'), ['type nat hook prerouting priority -100; policy accept;', 'iifname "eth0" counter jump KUBEVIRT_PREINBOUND']);
   t.deepEqual(chain(rs, 'postrouting'), [
     'type nat hook postrouting priority 100; policy accept;',

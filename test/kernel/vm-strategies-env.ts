@@ -1,0 +1,112 @@
+// Shared by the VM strategy kernel tests: a throwaway sandbox netns, a host bridge of the test's
+// own, unique addresses, and running a strategy's plan through core's executor with the real
+// runner (then its inverses), refusing to run a plan that breaks the plan rules.
+import type { ExecutionContext } from 'ava';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { NetRunner } from '../../src/net/runner.js';
+import { runSteps, undoSteps } from '../../src/core/executor.js';
+import type { InterfaceRequest } from '../../src/core/types.js';
+import type { Allocation, InterfaceInput, InterfacePlan, Strategy } from '../../runtimes/types.js';
+import { makeNetns, uniquePrefix, type TestNetns } from '../helpers/names.js';
+import { ip, type Json } from '../helpers/observe.js';
+import { makeInput, network, planProblems } from '../unit/strategy-plan-check.js';
+
+export interface Env {
+  prefix: string;
+  ns: TestNetns;
+  /** The network's host bridge (bridge mode), made by the test. */
+  bridge?: string;
+  mode: 'bridge' | 'routed';
+  runner: NetRunner;
+  sandboxId: string;
+  v4: Allocation;
+  v6: Allocation;
+  /** A private directory for Kata DAN files. */
+  danDir: string;
+}
+
+const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** Host links tagged for this sandbox (knit's alias tag), by name. */
+export function hostLinksOf(sandboxId: string): Json[] {
+  return ip(undefined, 'link', 'show').filter((l: Json) => typeof l.ifalias === 'string' && l.ifalias.includes(`sandbox=${sandboxId};`));
+}
+
+export function makeEnv(t: ExecutionContext, tag: string, mode: 'bridge' | 'routed'): Env {
+  const prefix = uniquePrefix(tag);
+  const ns = makeNetns(t, prefix, 'sb');
+  const sandboxId = `${prefix}sandbox-${randomBytes(4).toString('hex')}`;
+  // Unique per test, in the benchmarking range: host routes to them cannot clash with a
+  // real network or with another test.
+  const [a, b] = [...randomBytes(2)];
+  const v4: Allocation = { family: 4, address: `198.18.${a}.${(b % 250) + 2}`, prefixLen: 24, gateway: `198.18.${a}.1` };
+  const v6: Allocation = { family: 6, address: `fd6b:6e74:${a.toString(16)}${b.toString(16)}::5`, prefixLen: 64, gateway: `fd6b:6e74:${a.toString(16)}${b.toString(16)}::1` };
+  const env: Env = { prefix, ns, mode, runner: new NetRunner(), sandboxId, v4, v6, danDir: mkdtempSync(`/tmp/${prefix}dan-`) };
+  if (mode === 'bridge') {
+    env.bridge = `${prefix}br`;
+    sh('ip', ['link', 'add', env.bridge, 'type', 'bridge']);
+    sh('ip', ['link', 'set', env.bridge, 'up']);
+  }
+  t.teardown(() => {
+    env.runner.close();
+    // Whatever a failed test left on the host: knit-tagged links of this sandbox, the bridge.
+    for (const l of hostLinksOf(sandboxId)) {
+      try { sh('ip', ['link', 'del', l.ifname]); } catch { /* gone with its peer */ }
+    }
+    if (env.bridge) {
+      try { sh('ip', ['link', 'del', env.bridge]); } catch { /* already gone */ }
+    }
+    rmSync(env.danDir, { recursive: true, force: true });
+  });
+  return env;
+}
+
+/** InterfaceInput for interface `index` of a request with `ifaces`, on the env's network. */
+export function envInput(env: Env, ifaces: InterfaceRequest[], opts: { index?: number; dual?: boolean; runtime: 'kata' | 'kubevirt' }): InterfaceInput {
+  const base = makeInput(opts.runtime, ifaces, {
+    index: opts.index, mode: env.mode, netns: env.ns.path, sandboxId: env.sandboxId,
+    addresses: opts.dual ? [env.v4, env.v6] : [env.v4],
+  });
+  return {
+    ...base,
+    network: network(env.mode, {
+      ...(env.bridge ? { bridge: env.bridge } : {}),
+      ipv4: { subnet: `${env.v4.address.split('.').slice(0, 3).join('.')}.0/24`, gateway: env.v4.gateway! },
+      ipv6: { subnet: `${env.v6.gateway!.replace(/::1$/, '::')}/64`, gateway: env.v6.gateway! },
+    }),
+  };
+}
+
+/** Plans and runs one interface; the plan must pass the plan rules before anything runs. */
+export async function attach(t: ExecutionContext, env: Env, strategy: Strategy, input: InterfaceInput): Promise<InterfacePlan> {
+  const plan = strategy.planInterface(input);
+  const problems = planProblems(plan.steps, env.bridge ? [{ name: env.bridge, netns: 'host' }] : []);
+  if (problems.length) throw new Error(`refusing to run a plan that breaks the rules:\n${problems.join('\n')}`);
+  await runSteps(plan.steps, env.runner);
+  t.teardown(() => undoSteps(plan.steps, plan.steps.length, env.runner, 'undo'));
+  return plan;
+}
+
+/** Runs every inverse, as a detach does; returns the errors (none expected). */
+export function detach(env: Env, plan: InterfacePlan): Promise<string[]> {
+  return undoSteps(plan.steps, plan.steps.length, env.runner, 'undo');
+}
+
+export function nftTables(env: Env): Json[] {
+  const out = sh('ip', ['netns', 'exec', env.ns.name, 'nft', '-j', 'list', 'tables']);
+  return (JSON.parse(out).nftables as Json[]).filter((x) => x.table).map((x) => x.table);
+}
+
+/** Rules of one nft chain as nft itself prints them back (`nft list chain`), one per line. */
+export function nftChain(env: Env, family: string, table: string, chain: string): string[] {
+  const out = sh('ip', ['netns', 'exec', env.ns.name, 'nft', 'list', 'chain', family, table, chain]);
+  return out.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('table') && !l.startsWith('chain') && l !== '}' && !l.startsWith('type '))
+    .map((l) => l.replace(/counter packets \d+ bytes \d+ /, 'counter '));
+}
+
+/** Names of the links inside the sandbox netns. */
+export function sandboxLinks(env: Env): string[] {
+  return ip(env.ns.name, 'link', 'show').map((l: Json) => l.ifname as string).sort();
+}
