@@ -45,6 +45,12 @@ export class Ipam {
     return describe(pool, pool.allocate(owner), owner);
   }
 
+  /** What allocate() would answer, taking nothing and leaving the cursor alone (`knit plan`). */
+  preview(network: string, family: IpFamily, owner: string): Allocation {
+    const pool = this.pool(network, family);
+    return describe(pool, pool.preview(owner), owner);
+  }
+
   /** Hold a specific address (a static IP, or one read back from a record at start-up).
    * Accepts "10.0.0.5" or "10.0.0.5/24" (the prefix is ignored: the pool's subnet decides). */
   reserve(network: string, address: string, owner: string): Allocation {

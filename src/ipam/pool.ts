@@ -1,7 +1,7 @@
 // One address pool: one network, one family. It knows its subnet, the dynamic range it hands
 // addresses out of, what it must never hand out, and who holds what.
 
-import { KnitError } from '../core/errors.js';
+import { CniCode, KnitError } from '../core/errors.js';
 import { Intervals, type Interval } from './intervals.js';
 import { makeOccupancy, type Occupancy } from './occupancy.js';
 import {
@@ -95,20 +95,28 @@ export class Pool {
   allocate(owner: string): bigint {
     const held = this.byOwner.get(owner);
     if (held) return held[0];
-    const found = this.usedInRange < this.size ? this.occupancy.findFree(this.cursor) : undefined;
-    if (found === undefined) {
-      // CNI has no "pool exhausted" code; 11 ("try again later") is the closest honest answer:
-      // the request is valid and may succeed once other sandboxes release their addresses.
-      throw new KnitError(
-        'RESOURCE_EXHAUSTED',
-        `network "${this.network}": no free IPv${this.family} address in ${formatCidr(this.subnet)} ` +
-          `(${this.usedInRange} of ${this.size} in use)`,
-        { field: 'network', cniCode: 11 },
-      );
-    }
+    const found = this.nextFree();
     this.hold(found, owner);
     this.cursor = found === this.rangeEnd ? this.rangeStart : found + 1n;
     return found;
+  }
+
+  /** What allocate(owner) would return, without taking it or moving the cursor. */
+  preview(owner: string): bigint {
+    return this.byOwner.get(owner)?.[0] ?? this.nextFree();
+  }
+
+  private nextFree(): bigint {
+    const found = this.usedInRange < this.size ? this.occupancy.findFree(this.cursor) : undefined;
+    if (found !== undefined) return found;
+    // CNI has no "pool exhausted" code; 11 ("try again later") is the closest honest answer:
+    // the request is valid and may succeed once other sandboxes release their addresses.
+    throw new KnitError(
+      'RESOURCE_EXHAUSTED',
+      `network "${this.network}": no free IPv${this.family} address in ${formatCidr(this.subnet)} ` +
+        `(${this.usedInRange} of ${this.size} in use)`,
+      { field: 'network', cniCode: CniCode.tryAgainLater },
+    );
   }
 
   /** Hold a given address for owner: a static IP, or one read back from a record. Anywhere in

@@ -41,6 +41,18 @@ test('next-fit: a freed address is not reused until the cursor wraps', (t) => {
   t.is(ipam.ownerOf('tiny', '10.9.0.2'), 'f');
 });
 
+test('preview answers like allocate but takes nothing and keeps the cursor', (t) => {
+  const ipam = small();
+  ipam.allocate('tiny', 4, 'a'); // .2
+  t.is(ipam.preview('tiny', 4, 'a').address, '10.9.0.2', 'an owner sees what it holds');
+  t.is(ipam.preview('tiny', 4, 'plan').address, '10.9.0.3');
+  t.is(ipam.preview('tiny', 4, 'plan').address, '10.9.0.3');
+  t.is(ipam.ownerOf('tiny', '10.9.0.3'), undefined);
+  t.is(ipam.allocate('tiny', 4, 'b').address, '10.9.0.3');
+  for (const o of ['c', 'd', 'e']) ipam.allocate('tiny', 4, o);
+  t.is((t.throws(() => ipam.preview('tiny', 4, 'plan')) as KnitError).code, 'RESOURCE_EXHAUSTED');
+});
+
 test('exhaustion is RESOURCE_EXHAUSTED naming the network, with CNI code 11', (t) => {
   const ipam = small();
   for (const o of ['a', 'b', 'c', 'd', 'e']) ipam.allocate('tiny', 4, o);
