@@ -5,6 +5,7 @@
 // file's st_dev/st_ino) are equal. Create and delete mount and unmount, which takes about a
 // millisecond, so they return Promises; identify is a few syscalls and synchronous.
 import path from 'node:path';
+import { KernelError, type NativeOpError } from './errors.js';
 import { native } from './native.js';
 
 export interface NetnsId {
@@ -21,27 +22,25 @@ export type NetnsErrorReason =
   | 'invalid' // a bad argument
   | 'os'; // anything else the kernel refused (EACCES, EBUSY, ...)
 
-export class NetnsError extends Error {
+const EINVAL = 22;
+
+/** A KernelError (so callers can catch both alike) that also says why, as a reason. */
+export class NetnsError extends KernelError {
   constructor(
     message: string,
     readonly reason: NetnsErrorReason,
     readonly path: string,
     /** errno name from the kernel ("ENOENT"), or "EINVAL" for argument / kind errors. */
-    readonly code: string,
-    readonly errno?: number,
+    code: string,
+    errno = EINVAL,
+    context?: string,
   ) {
-    super(message);
+    super(message, { code, errno, netns: path, context, completed: [] });
     this.name = 'NetnsError';
   }
 }
 
-interface NativeError extends Error {
-  code?: string;
-  errno?: number;
-  context?: string;
-}
-
-function reasonOf(e: NativeError): NetnsErrorReason {
+function reasonOf(e: NativeOpError): NetnsErrorReason {
   if (e.code === 'ENOENT') return 'missing';
   if (e.code === 'EEXIST') return 'exists';
   if (e.code === 'EINVAL' && e.context?.includes('is not a network namespace')) return 'not-netns';
@@ -52,12 +51,12 @@ function reasonOf(e: NativeError): NetnsErrorReason {
 // The addon says "ENOENT: No such file or directory during open netns /x"; a user reads
 // "open netns /x: No such file or directory (ENOENT)", or the sentence itself for kind errors.
 function wrap(err: unknown, file: string): NetnsError {
-  const e = err as NativeError;
-  if (!e || typeof e.code !== 'string') return new NetnsError(String((err as Error)?.message ?? err), 'os', file, 'EIO');
+  const e = err as NativeOpError;
+  if (!e || typeof e.code !== 'string') return new NetnsError(String((err as Error)?.message ?? err), 'os', file, 'EIO', 5);
   const reason = reasonOf(e);
   const description = e.message.split(' during ')[0].replace(/^[A-Z0-9]+: /, '');
   const message = reason === 'not-netns' && e.context ? e.context : `${e.context ?? 'netns ' + file}: ${description} (${e.code})`;
-  return new NetnsError(message, reason, file, e.code, e.errno);
+  return new NetnsError(message, reason, file, e.code, e.errno ?? EINVAL, e.context);
 }
 
 function checkPath(field: string, value: unknown, absolute: boolean): string {

@@ -3,6 +3,7 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createNetns, deleteNetns, identifyNetns, isHostNetns, isNetns, NetnsError } from '../../src/net/netns.js';
+import { KernelError } from '../../src/net/errors.js';
 import { must, run } from '../fixtures/exec.js';
 import { linkNamesIn, mountinfo, statId, tempRunDir } from '../helpers/ns-fixtures.js';
 
@@ -92,6 +93,8 @@ test('identifyNetns names what a non-netns path is', (t) => {
   const regular = t.throws(() => identifyNetns(file), { instanceOf: NetnsError });
   t.is(regular?.message, `${file} is not a network namespace (it is a regular file)`);
   t.is(regular?.reason, 'not-netns');
+  t.true(regular instanceof KernelError, 'caught like every other kernel error');
+  t.is(regular?.netns, file);
 
   const directory = t.throws(() => identifyNetns(`${dir}/kn1d-dir`), { instanceOf: NetnsError });
   t.is(directory?.message, `${dir}/kn1d-dir is not a network namespace (it is a directory)`);
