@@ -10,6 +10,8 @@
 //   }));
 //
 // Fds received are close-on-exec and owned by the caller: pass them on, or closeFd them.
+// The Promise calls wait on a libuv pool thread (one of four by default) for up to their
+// timeout, so keep timeouts short.
 import type net from 'node:net';
 import { native } from './native.js';
 
