@@ -68,3 +68,39 @@ export function filters(ns: string | undefined, dev: string, hook: 'ingress' | '
 export function sysctl(ns: string, key: string): string {
   return execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-n', key], { encoding: 'utf8' }).trim();
 }
+
+const NLM_FLAG_NAMES: Record<string, number> = {
+  NLM_F_REQUEST: 0x1, NLM_F_MULTI: 0x2, NLM_F_ACK: 0x4, NLM_F_ECHO: 0x8, NLM_F_DUMP_INTR: 0x10, NLM_F_DUMP_FILTERED: 0x20,
+  NLM_F_ROOT: 0x100, NLM_F_MATCH: 0x200, NLM_F_ATOMIC: 0x400, NLM_F_DUMP: 0x300,
+  NLM_F_REPLACE: 0x100, NLM_F_EXCL: 0x200, NLM_F_CREATE: 0x400, NLM_F_APPEND: 0x800,
+};
+
+/**
+ * The netlink requests a command sends, as raw bytes with seq and pid zeroed, captured with
+ * `strace -f -e trace=sendmsg -xx`. strace decodes the nlmsghdr into fields and prints the rest
+ * as escaped bytes; the header is rebuilt from those fields. The command's exit status does not
+ * matter (a refused request still shows what was asked).
+ */
+export function netlinkRequests(cmd: string, args: string[]): Buffer[] {
+  let text: string;
+  try {
+    text = execFileSync('strace', ['-f', '-qq', '-e', 'trace=sendmsg', '-xx', '-s', '65536', cmd, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+  } catch (err) {
+    text = String((err as { stderr?: string }).stderr ?? '');
+  }
+  const out: Buffer[] = [];
+  const re = /\{nlmsg_len=(\d+), nlmsg_type=(0x[0-9a-f]+|\d+)[^,]*, nlmsg_flags=([^,]+), nlmsg_seq=\d+, nlmsg_pid=\d+\}, "((?:\\x[0-9a-f]{2})*)"/g;
+  for (const m of text.matchAll(re)) {
+    const flags = m[3].split('|').reduce((acc, f) => acc | (NLM_FLAG_NAMES[f] ?? Number(f)), 0);
+    const body = Buffer.from(m[4].replace(/\\x/g, ''), 'hex');
+    const hdr = Buffer.alloc(16);
+    hdr.writeUInt32LE(Number(m[1]), 0);
+    hdr.writeUInt16LE(Number(m[2]), 4);
+    hdr.writeUInt16LE(flags, 6);
+    out.push(Buffer.concat([hdr, body]));
+  }
+  return out;
+}

@@ -11,7 +11,6 @@ namespace knit::nl {
 
 namespace {
 
-constexpr uint16_t kEthP8021Q = 0x8100;
 constexpr uint16_t kEthP8021AD = 0x88A8;
 
 uint32_t LinkStateValue(const std::string& s) {
@@ -44,14 +43,15 @@ PreparedOp PrepareVfSet(const Fields& f) {
   auto qos = f.OptU32("qos", 0, 7);
   auto proto = f.OptEnum("vlanProto", {"802.1Q", "802.1ad"});
   if ((qos || proto) && !vlan) f.TypeFail("vlan", "expected number (qos and vlanProto need a vlan), got undefined");
-  if (vlan && proto) {
-    // With a protocol iproute2 switches to the list form (QinQ-capable).
+  if (vlan && proto == "802.1ad") {
+    // Only 802.1ad needs the list form (which carries the protocol); 802.1Q is the plain
+    // IFLA_VF_VLAN, exactly as iproute2 chooses.
     size_t vlist = r.b.Begin(IFLA_VF_VLAN_LIST);
     ifla_vf_vlan_info v{};
     v.vf = vf;
     v.vlan = *vlan;
     v.qos = qos.value_or(0);
-    v.vlan_proto = htons(*proto == "802.1ad" ? kEthP8021AD : kEthP8021Q);
+    v.vlan_proto = htons(kEthP8021AD);
     r.b.Attr(IFLA_VF_VLAN_INFO, &v, sizeof v);
     r.b.End(vlist);
   } else if (vlan) {
