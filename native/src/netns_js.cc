@@ -7,10 +7,9 @@
 // defers. Measured on the 2-core test VM: about 1.0 ms per create and 0.15 ms per delete
 // (200 in a row), 2.8 ms per create+delete pair over 1,000 cycles while the kernel was also
 // tearing down the previous namespaces (its cleanup_net work takes the same locks). That
-// is too long for the event loop of a
-// daemon that serves many sandboxes, so both run on a libuv pool thread (AsyncWorker); the
-// unshare itself happens on a further short-lived thread so no pool thread ever changes
-// namespace.
+// is too long to stall the event loop of a daemon serving many sandboxes, so both run on a
+// libuv pool thread (AsyncWorker); the unshare itself happens on a further short-lived
+// thread so no pool thread ever changes namespace.
 #include <napi.h>
 
 #include "errors.h"
