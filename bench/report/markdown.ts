@@ -56,7 +56,7 @@ function churnSection(churn: ChurnResult[], r: BenchResults): string {
   return [
     '## Churn (highest sustained rate)',
     '',
-    `Back-to-back attach+detach cycles for ${r.run.options.churnSeconds} s per contender and concurrency, each worker reusing one netns; ops/s counts attaches and detaches.`,
+    `Back-to-back attach+detach cycles for ${r.run.options.churnSeconds} s per contender and concurrency (clock stopped while fresh netns are made between bursts); ops/s counts attaches and detaches.`,
     '',
     table(['contender', 'best concurrency', 'cycles/s', 'ops/s', 'attach p50 (ms)', 'detach p50 (ms)', 'cycles/s per concurrency', 'errors'], rows),
   ].join('\n');
