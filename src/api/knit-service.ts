@@ -1,10 +1,8 @@
 // knit.v1.Knit handlers: validate, call core's SandboxService, map the answer back.
 import type * as grpc from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 import type { SandboxService, WatchEvent } from '../core/types.js';
 import { unary } from './handler.js';
+import { KNI_VERSION } from './version.js';
 import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
 import { KnitError } from '../core/errors.js';
@@ -27,23 +25,12 @@ import {
   watchEventToWire,
 } from './wire.js';
 
+export { packageVersion, KNI_VERSION } from './version.js';
+
 export interface VersionInfo {
   version: string;
   supportedCniVersions: string[];
 }
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-
-export function packageVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-}
-
-/** The KNI POC API version served next to knit.v1 (proto/kni/api.proto). */
-export const KNI_VERSION = 'v0.0.8';
 
 // A watcher that stops reading must not make the daemon buffer events without bound.
 const WATCH_MAX_BUFFERED = 10_000;

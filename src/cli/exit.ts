@@ -1,5 +1,5 @@
 // The knit command's exit codes, stable for scripts.
-import * as grpc from '@grpc/grpc-js';
+import { status as grpcStatus } from '@grpc/grpc-js';
 
 export const Exit = {
   ok: 0,
@@ -25,15 +25,15 @@ export class CliError extends Error {
 export const usageError = (message: string) => new CliError(message, Exit.usage);
 export const invalidArgument = (message: string) => new CliError(message, Exit.invalidArgument);
 
-export function exitCodeOf(status: grpc.status): ExitCode {
+export function exitCodeOf(status: grpcStatus): ExitCode {
   switch (status) {
-    case grpc.status.NOT_FOUND:
+    case grpcStatus.NOT_FOUND:
       return Exit.notFound;
-    case grpc.status.INVALID_ARGUMENT:
+    case grpcStatus.INVALID_ARGUMENT:
       return Exit.invalidArgument;
-    case grpc.status.UNAVAILABLE:
+    case grpcStatus.UNAVAILABLE:
       return Exit.unavailable;
-    case grpc.status.RESOURCE_EXHAUSTED:
+    case grpcStatus.RESOURCE_EXHAUSTED:
       return Exit.exhausted;
     default:
       return Exit.failure;

@@ -2,7 +2,7 @@
 import { type Command, strs, str } from '../command.js';
 import { CliError, Exit, usageError } from '../exit.js';
 import { json, plain, table } from '../format.js';
-import { packageVersion } from '../../api/knit-service.js';
+import { packageVersion } from '../../api/version.js';
 
 export const status: Command = {
   name: 'status',
