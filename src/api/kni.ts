@@ -27,7 +27,10 @@ export interface KniOptions {
   logger: Logger;
   /** Creates a pinned (bind-mounted) network namespace at path. From core/net. */
   createNetns?: (path: string) => Promise<void>;
-  /** Deletes a netns knit created, given a sandbox id or a netns path (paths start with '/'). */
+  /**
+   * Deletes a netns knit created. Given a netns path, or a bare sandbox id (no '/') when
+   * neither the request nor a record names the path.
+   */
   deleteNetns?: (idOrPath: string) => Promise<void>;
   /** Where CreateNetwork pins namespaces when the request gives no prefix. */
   defaultNetnsDir: string;
@@ -142,6 +145,15 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
     return matches[0]?.request.sandboxId;
   }
 
+  async function recordedNetns(id: string): Promise<string | undefined> {
+    try {
+      return (await service.query(id)).request.netnsPath;
+    } catch (err) {
+      if (err instanceof KnitError && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+
   const attach = call('AttachInterface', async (req: KniAttach) => {
     const result = await service.attach(toKnitAttach(req));
     return { ipconfigs: kniIpconfigs(result), extradata: { netns: result.netnsPath, sandbox_id: result.sandboxId } };
@@ -207,7 +219,10 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
           if (problem) throw KnitError.invalid('netns_path', problem);
           target = req.netns_path;
         } else if (req.id) {
-          target = validateSandboxId(req.id, 'id');
+          // As libkni: the netns recorded for the sandbox; the bare id when no record is left
+          // (deleteNetns then decides from what it remembers creating).
+          const id = validateSandboxId(req.id, 'id');
+          target = (await recordedNetns(id)) ?? (req.name ? `${opts.defaultNetnsDir}/${netnsFileName(req)}` : id);
         } else if (req.name) {
           target = `${opts.defaultNetnsDir}/${netnsFileName(req)}`;
         } else if (req.extradata?.netns) {

@@ -188,6 +188,11 @@ test('KNI node RPCs: SetupNodeNetwork is a no-op, QueryNodeNetworks lists knit n
   const anon = await kniCall(client, 'CreateNetwork', {});
   t.regex(anon.netns_path, new RegExp(`^${dir}/netns/knit-[0-9a-f-]{36}$`));
   t.true(netns.created.has(anon.netns_path));
+  // DeleteNetwork by id alone finds the netns recorded for that sandbox (as libkni does).
+  const byId = await kniCall(client, 'CreateNetwork', { name: 'cache', namespace: 'prod' });
+  await kniCall(client, 'AttachInterface', { id: 'kkni-sb4', name: 'cache', namespace: 'prod', isolation: { path: byId.netns_path } });
+  await kniCall(client, 'DeleteNetwork', { id: 'kkni-sb4' });
+  t.false(netns.created.has(byId.netns_path));
   // DeleteNetwork by (name, namespace) computes the same default path CreateNetwork used.
   const named = await kniCall(client, 'CreateNetwork', { name: 'api', namespace: 'prod' });
   await kniCall(client, 'DeleteNetwork', { name: 'api', namespace: 'prod' });
