@@ -1,6 +1,6 @@
 // The independent observer for kernel tests: iproute2's JSON output (`ip -j -d`, `tc -j`), run
 // with execFileSync, optionally inside a named netns (`ip -n NAME`, `tc -n NAME`).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = any;
@@ -82,15 +82,12 @@ const NLM_FLAG_NAMES: Record<string, number> = {
  * matter (a refused request still shows what was asked).
  */
 export function netlinkRequests(cmd: string, args: string[]): Buffer[] {
-  let text: string;
-  try {
-    text = execFileSync('strace', ['-f', '-qq', '-e', 'trace=sendmsg', '-xx', '-s', '65536', cmd, ...args], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-  } catch (err) {
-    text = String((err as { stderr?: string }).stderr ?? '');
-  }
+  const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=sendmsg', '-xx', '-s', '65536', cmd, ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  if (r.error) throw new Error(`cannot run strace: ${r.error.message}`);
+  const text = r.stderr;
   const out: Buffer[] = [];
   const re = /\{nlmsg_len=(\d+), nlmsg_type=(0x[0-9a-f]+|\d+)[^,]*, nlmsg_flags=([^,]+), nlmsg_seq=\d+, nlmsg_pid=\d+\}, "((?:\\x[0-9a-f]{2})*)"/g;
   for (const m of text.matchAll(re)) {

@@ -1,0 +1,86 @@
+// ingress/clsact qdiscs and the u32 match-all + mirred redirect filter (Kata's veth<->tap
+// splice), checked with `tc -j` and byte for byte against tc's own request.
+import test from 'ava';
+import type { ExecutionContext } from 'ava';
+import { NetHandle } from '../../src/net/handle.js';
+import { listFilters, listQdiscs, spliceOps } from '../../src/net/tc.js';
+import { filters, link, netlinkRequests, qdiscs } from '../helpers/observe.js';
+import { makeNetns, uniquePrefix } from '../helpers/names.js';
+
+const RTM_NEWTFILTER = 44;
+
+async function setup(t: ExecutionContext, tag: string) {
+  const p = uniquePrefix(tag);
+  const ns = makeNetns(t, p, 'a');
+  const h = NetHandle.open(ns.path);
+  t.teardown(() => h.close());
+  const veth = `${p}v0`;
+  const tap = `${p}tap`;
+  await h.run([
+    { op: 'link.add', kind: 'veth', name: veth, up: true, peer: { name: `${p}v1` } },
+    { op: 'tun.add', name: tap, mode: 'tap' },
+  ]);
+  return { p, ns, h, veth, tap };
+}
+
+test('spliceOps: ingress qdiscs and u32 match-all redirects both ways, seen by tc -j', async (t) => {
+  const { ns, h, veth, tap } = await setup(t, 'knta');
+  await h.run(spliceOps(veth, tap));
+  for (const [from, to] of [[veth, tap], [tap, veth]]) {
+    const q = qdiscs(ns.name, from).find((x: any) => x.kind === 'ingress');
+    t.like(q, { handle: 'ffff:', parent: 'ffff:fff1' });
+    const f = filters(ns.name, from, 'ingress').find((x: any) => x.options?.actions);
+    t.like(f, { kind: 'u32', protocol: 'all' });
+    t.like(f.options.match, { value: '0', mask: '0' });
+    t.like(f.options.actions[0], { kind: 'mirred', mirred_action: 'redirect', direction: 'egress', to_dev: to });
+
+    const viaKnit = await listFilters(h, from, 'ingress');
+    t.is(viaKnit.length, 1);
+    t.like(viaKnit[0], { kind: 'u32', protocol: 3, redirectTo: link(ns.name, to).ifindex, prio: f.pref });
+    t.like((await listQdiscs(h, from)).find((x) => x.kind === 'ingress'), { handle: 'ffff:', parent: 'ffff:fff1', index: link(ns.name, from).ifindex });
+  }
+});
+
+test('clsact egress redirect; filter.del and qdisc.del remove them; ignoreMissing skips what is gone', async (t) => {
+  const { ns, h, veth, tap } = await setup(t, 'kntb');
+  await h.run([
+    { op: 'qdisc.add', link: veth, kind: 'clsact' },
+    { op: 'filter.add', link: veth, parent: 'egress', redirectTo: tap, prio: 10 },
+    { op: 'filter.add', link: veth, parent: 'ingress', redirectTo: tap, prio: 20 },
+  ]);
+  t.is(qdiscs(ns.name, veth).find((x: any) => x.kind === 'clsact')?.handle, 'ffff:');
+  const eg = filters(ns.name, veth, 'egress').find((x: any) => x.options?.actions);
+  t.like(eg, { pref: 10 });
+  t.is(eg.options.actions[0].to_dev, tap);
+  t.is(filters(ns.name, veth, 'ingress').find((x: any) => x.options?.actions)?.pref, 20);
+
+  await h.run([{ op: 'filter.del', link: veth, parent: 'egress', prio: 10 }]);
+  t.deepEqual(filters(ns.name, veth, 'egress'), []);
+  t.deepEqual(await listFilters(h, veth, 'egress'), []);
+  t.is((await listFilters(h, veth, 'ingress')).length, 1);
+
+  const res = await h.run([
+    { op: 'qdisc.del', link: veth, kind: 'clsact' },
+    { op: 'qdisc.del', link: veth, kind: 'clsact', ignoreMissing: true },
+    { op: 'filter.del', link: veth, parent: 'ingress', ignoreMissing: true },
+  ]);
+  t.deepEqual(res.slice(1), [{ skipped: true }, { skipped: true }]);
+  t.false(qdiscs(ns.name, veth).some((x: any) => x.kind === 'clsact'));
+  const err = await t.throwsAsync(h.run([{ op: 'qdisc.del', link: veth, kind: 'clsact' }]));
+  t.regex(err!.message, /removing clsact qdisc from/);
+});
+
+test('filter.add sends the bytes of `tc filter add dev X ingress protocol all u32 match u8 0 0 action mirred egress redirect dev Y`', async (t) => {
+  const { ns, h, veth, tap } = await setup(t, 'kntc');
+  await h.run([{ op: 'qdisc.add', link: veth, kind: 'ingress' }]);
+  const sent = netlinkRequests('tc', ['-n', ns.name, 'filter', 'add', 'dev', veth, 'ingress', 'protocol', 'all', 'u32', 'match', 'u8', '0', '0', 'action', 'mirred', 'egress', 'redirect', 'dev', tap])
+    .filter((b) => b.readUInt16LE(4) === RTM_NEWTFILTER);
+  t.is(sent.length, 1);
+  t.is(h.encode({ op: 'filter.add', link: veth, parent: 'ingress', redirectTo: tap }).toString('hex'), sent[0].toString('hex'));
+  // The kernel took tc's request; knit's identical one adds a second match-all key node.
+  t.is(filters(ns.name, veth, 'ingress').filter((x: any) => x.options?.actions).length, 1);
+  await h.run([{ op: 'filter.add', link: veth, parent: 'ingress', redirectTo: tap }]);
+  const nodes = filters(ns.name, veth, 'ingress').filter((x: any) => x.options?.actions);
+  t.is(nodes.length, 2);
+  t.true(nodes.every((x: any) => x.options.actions[0].to_dev === tap));
+});
