@@ -94,14 +94,18 @@ export function detach(env: Env, plan: InterfacePlan): Promise<string[]> {
   return undoSteps(plan.steps, plan.steps.length, env.runner, 'undo');
 }
 
+/** nft(8) by absolute path: under npm/npx, PATH starts with node_modules/.bin, where ava's
+ * dependency @vercel/nft installs an unrelated `nft`. */
+const NFT = '/usr/sbin/nft';
+
 export function nftTables(env: Env): Json[] {
-  const out = sh('ip', ['netns', 'exec', env.ns.name, 'nft', '-j', 'list', 'tables']);
+  const out = sh('ip', ['netns', 'exec', env.ns.name, NFT, '-j', 'list', 'tables']);
   return (JSON.parse(out).nftables as Json[]).filter((x) => x.table).map((x) => x.table);
 }
 
 /** Rules of one nft chain as nft itself prints them back (`nft list chain`), one per line. */
 export function nftChain(env: Env, family: string, table: string, chain: string): string[] {
-  const out = sh('ip', ['netns', 'exec', env.ns.name, 'nft', 'list', 'chain', family, table, chain]);
+  const out = sh('ip', ['netns', 'exec', env.ns.name, NFT, 'list', 'chain', family, table, chain]);
   return out.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('table') && !l.startsWith('chain') && l !== '}' && !l.startsWith('type '))
     .map((l) => l.replace(/counter packets \d+ bytes \d+ /, 'counter '));
 }
