@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { exec, ipBatch } from '../lib/exec.js';
-import { REAP_GROUP } from '../../src/core/names.js';
+import { reapGroup } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -75,7 +75,7 @@ export class KnitContender implements Contender {
   async settle(): Promise<void> {
     const until = Date.now() + 2000;
     while (Date.now() < until) {
-      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(REAP_GROUP)], { allowFailure: true });
+      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(reapGroup())], { allowFailure: true });
       const links = JSON.parse(r.stdout || '[]') as Array<{ ifalias?: string }>;
       if (!links.some((l) => l.ifalias?.includes(`sandbox=${this.prefix}-`))) return;
       await new Promise((res) => setTimeout(res, 5));

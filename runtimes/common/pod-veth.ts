@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { Op } from '../../src/net/ops.js';
 import type { Step } from '../../src/core/plan.js';
 import type { ResultRoute } from '../../src/core/types.js';
-import { aliasTag, hostIfName, podMac, REAP_GROUP } from '../../src/core/names.js';
+import { aliasTag, hostIfName, podMac, reapGroup } from '../../src/core/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../types.js';
 
 /** Routed mode: the pod's gateway is a link-local address answered by a fixed MAC on the host
@@ -25,7 +25,7 @@ export interface PodVeth {
 export function retireLink(hostName: string): Op[] {
   return [
     { op: 'link.set', link: hostName, up: false },
-    { op: 'link.set', link: hostName, master: null, group: REAP_GROUP, name: `kx${randomBytes(5).toString('hex')}` },
+    { op: 'link.set', link: hostName, master: null, group: reapGroup(), name: `kx${randomBytes(5).toString('hex')}` },
   ];
 }
 

@@ -48,6 +48,8 @@ export interface KnitConfig {
   logLevel: (typeof LOG_LEVELS)[number];
   requiredExtensions: string[];
   handoffSocket: string;
+  /** Prefix of alias tags and seed of the reap group: see schema.ts. */
+  instance: string;
   defaultNetwork: string;
   networks: NetworkConfig[];
 }

@@ -101,10 +101,13 @@ export const configSchema = z.strictObject({
   logLevel: z.enum(LOG_LEVELS).default('info'),
   /** Extensions that must be registered before the node reports ready. */
   requiredExtensions: z.array(z.string().min(1)).default([]),
-  /** Where a restarting daemon hands its state and listeners to the next one. */
+  /** Where VM launchers ask for their tap fds (SCM_RIGHTS) with the token from Attach. */
   handoffSocket: absolutePath.default('/run/knit/handoff.sock'),
   /** Network for interfaces that name none. Default: the first network. */
   defaultNetwork: z.string().optional(),
+  /** Names this daemon's objects (alias tags "<instance>:...", its reap group). Keep the
+   * default unless several daemons share one host, as tests do: each sees only its own. */
+  instance: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'must be 1-32 of a-z, 0-9, "-"').default('knit'),
   // prefault: the default goes through the schema, so its own defaults (mtu, routes...) apply.
   networks: z.array(networkSchema).min(1).prefault(() => [{ name: 'knit0', mode: 'bridge', bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });

@@ -15,13 +15,14 @@ export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: Inte
         const [address, len] = cidr.split('/');
         const family = address.includes(':') ? 6 : 4;
         const pool = family === 4 ? net.ipv4 : net.ipv6;
+        let held;
         try {
-          ipam.reserve(net.name, address, owner);
+          held = ipam.reserve(net.name, address, owner);
         } catch (err) {
           if (err instanceof KnitError && err.code === 'INVALID_ARGUMENT') throw KnitError.invalid(`interfaces[${i}].ips[${j}]`, err.message);
           throw err;
         }
-        addresses.push({ family, address, prefixLen: Number(len), gateway: pool?.gateway });
+        addresses.push({ family, address: held.address, prefixLen: Number(len), gateway: pool?.gateway });
       });
       return { ifname: iface.name, network: net.name, addresses, static: true };
     }
@@ -35,6 +36,22 @@ export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: Inte
     throw err;
   }
   return { ifname: iface.name, network: net.name, addresses, static: false };
+}
+
+/** The addresses allocateInterface would take now, taking none. */
+export function previewInterface(ipam: IpamPort, sandboxId: string, iface: InterfaceRequest, net: NetworkSpec): InterfaceAllocation {
+  const owner = ipamOwner(sandboxId, iface.name);
+  const addresses: Allocation[] = iface.ips?.length
+    ? iface.ips.map((cidr) => {
+        const [address, len] = cidr.split('/');
+        const family = address.includes(':') ? 6 : 4;
+        return { family, address, prefixLen: Number(len), gateway: (family === 4 ? net.ipv4 : net.ipv6)?.gateway };
+      })
+    : ([4, 6] as const).filter((f) => (f === 4 ? net.ipv4 : net.ipv6)).map((f) => {
+        const a = ipam.preview(net.name, f, owner);
+        return { family: f, address: a.address, prefixLen: a.prefixLen, gateway: a.gateway };
+      });
+  return { ifname: iface.name, network: net.name, addresses, static: !!iface.ips?.length };
 }
 
 export function releaseInterfaces(ipam: IpamPort, sandboxId: string, allocations: InterfaceAllocation[]): void {

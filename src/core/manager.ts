@@ -6,8 +6,8 @@ import type { InterfaceInput, NetworkSpec, Strategy } from '../../runtimes/types
 import { KnitError, CniCode } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, type ActionRunner, type Failpoint } from './executor.js';
-import { ipamOwner, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
-import { allocateInterface, releaseInterfaces } from './addresses.js';
+import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
 import type { Step } from './plan.js';
@@ -24,7 +24,10 @@ export interface RecordStorePort<T> {
 
 export interface IpamPort {
   allocate(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
-  reserve(network: string, address: string, owner: string): void;
+  /** What allocate would answer, taking nothing (knit plan). */
+  preview(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
+  /** Holds a given address; answers it in canonical text. */
+  reserve(network: string, address: string, owner: string): { address: string };
   release(owner: string): void;
   usage(network: string): { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
 }
@@ -285,11 +288,7 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     // Show the addresses the pools would hand out next, without taking them.
-    const allocations = req.interfaces.map((ifc, i) => {
-      const a = allocateInterface(this.deps.ipam, `plan:${req.sandboxId}`, ifc, i, networks[i]);
-      this.deps.ipam.release(ipamOwner(`plan:${req.sandboxId}`, ifc.name));
-      return a;
-    });
+    const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
     const { steps } = this.buildPlan(strategy, req, networks, allocations);
     return { steps: steps.map((s) => ({ description: s.description, netns: s.netns, op: s.do, undo: s.undo })) };
   }

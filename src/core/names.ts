@@ -3,15 +3,29 @@
 // every object also carries an alias tag so GC can recognise knit's objects with no record.
 import { createHash } from 'node:crypto';
 
-export const ALIAS_PREFIX = 'knit:';
-
-/** Devices made inert by Detach wait in this link group; the reaper deletes the group in one
- * request, paying the kernel's per-veth RCU wait once for all of them. ("knt" + 0x01) */
-export const REAP_GROUP = 0x6b6e7401;
-
 function digest(...parts: string[]): string {
   return createHash('sha256').update(parts.join('\0')).digest('hex');
 }
+
+/** Whose objects these are. One daemon per node keeps the default "knit"; daemons that share a
+ * host (tests, a canary beside the real one) get their own instance name, so each one's GC and
+ * reaper only ever see its own objects. Set once at start-up from the config. */
+let instance = 'knit';
+
+export function setInstance(name: string): void {
+  instance = name;
+}
+
+const aliasPrefix = () => `${instance}:`;
+
+/** Devices made inert by Detach wait in this link group; the reaper deletes the group in one
+ * request, paying the kernel's per-veth RCU wait once for all of them. "knt\x01" for the
+ * default instance, a hash of the name for others. */
+export function reapGroup(): number {
+  if (instance === 'knit') return 0x6b6e7401;
+  return (parseInt(digest('reap', instance).slice(0, 7), 16) | 0x10000000) >>> 0;
+}
+
 
 /** Host-side device name for one sandbox interface: "kn" + 10 hex = 12 bytes (≤ 15). */
 export function hostIfName(sandboxId: string, ifname: string, role = ''): string {
@@ -20,18 +34,18 @@ export function hostIfName(sandboxId: string, ifname: string, role = ''): string
 
 /** IFLA_IFALIAS value: who owns the device, readable by a human running `ip -d link`. */
 export function aliasTag(sandboxId: string, ifname: string): string {
-  return `${ALIAS_PREFIX}sandbox=${sandboxId.slice(0, 200)};if=${ifname}`;
+  return `${aliasPrefix()}sandbox=${sandboxId.slice(0, 200)};if=${ifname}`;
 }
 
 export function networkAliasTag(network: string): string {
-  return `${ALIAS_PREFIX}network=${network}`;
+  return `${aliasPrefix()}network=${network}`;
 }
 
 /** Parses an alias tag; undefined for objects that are not knit's. */
 export function parseAliasTag(alias: string | undefined): { sandboxId?: string; ifname?: string; network?: string } | undefined {
-  if (!alias?.startsWith(ALIAS_PREFIX)) return undefined;
+  if (!alias?.startsWith(aliasPrefix())) return undefined;
   const fields = Object.fromEntries(
-    alias.slice(ALIAS_PREFIX.length).split(';').map((kv) => {
+    alias.slice(aliasPrefix().length).split(';').map((kv) => {
       const at = kv.indexOf('=');
       return [kv.slice(0, at), kv.slice(at + 1)];
     }),

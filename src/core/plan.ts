@@ -23,9 +23,9 @@ export interface Step {
 export const isHostAction = (a: StepAction): a is HostAction =>
   a.op === 'nft.apply' || a.op === 'nft.delete' || a.op === 'file.write' || a.op === 'file.remove';
 
-/** Marks an undo action as tolerant: undo runs after crashes, when objects may be gone. */
+/** Marks an inverse as tolerant: inverses run after crashes and after a netns died, when the
+ * object may already be gone; every action that can find nothing accepts ignoreMissing. */
 export function tolerant<A extends StepAction>(a: A): A {
-  return 'ignoreMissing' in a || a.op.endsWith('.del') || a.op.endsWith('.delete') || a.op === 'file.remove'
-    ? { ...a, ignoreMissing: true }
-    : a;
+  const canTolerate = a.op.endsWith('.del') || a.op === 'link.set' || a.op === 'nft.delete' || a.op === 'file.remove';
+  return canTolerate ? { ...a, ignoreMissing: true } : a;
 }

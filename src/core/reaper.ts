@@ -1,8 +1,8 @@
 // Deletes retired devices in bulk. Each veth delete costs the kernel an RCU grace period
 // (~20 ms); one RTM_DELLINK for a whole link group pays it once for every device in it.
-// Detach and rollback only move devices into REAP_GROUP (microseconds) and kick the reaper.
+// Detach and rollback only move devices into the reap group (microseconds) and kick the reaper.
 import type { ActionRunner } from './executor.js';
-import { REAP_GROUP } from './names.js';
+import { reapGroup } from './names.js';
 
 export class Reaper {
   private timer?: NodeJS.Timeout;
@@ -30,7 +30,7 @@ export class Reaper {
     this.timer = undefined;
     if (this.running) return this.running;
     this.running = this.runner
-      .runOps(undefined, [{ op: 'link.delGroup', group: REAP_GROUP }])
+      .runOps(undefined, [{ op: 'link.delGroup', group: reapGroup() }])
       .then(() => undefined)
       .catch((err) => {
         if ((err as { code?: string }).code !== 'ENODEV') this.onError(err as Error); // ENODEV: group empty

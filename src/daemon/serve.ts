@@ -14,6 +14,7 @@ import { SandboxManager, type ManagerHooks } from '../core/manager.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { ensureNetwork } from '../core/networks.js';
+import { setInstance } from '../core/names.js';
 import type { SandboxRecord } from '../core/record.js';
 import type { Extension } from '../core/types.js';
 import { startApiServer } from '../api/server.js';
@@ -37,6 +38,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const loaded = await loadConfig(opts.config);
   let config = loaded.config;
   const log = pino({ level: config.logLevel, base: { pid: process.pid } });
+  setInstance(config.instance);
   log.info({ config: loaded.source }, 'knit starting');
 
   await mkdir(config.runDir, { recursive: true, mode: 0o700 });
@@ -125,8 +127,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const stopWatch = opts.config
     ? watchConfig(opts.config, async (next) => {
         log.info({ config: opts.config }, 'config reloaded');
+        ipam.reconfigure(next.networks); // refuses (and we keep the old config) if a held address would not fit
         config = next;
-        ipam.reconfigure(config.networks);
         await setUpNetworks();
       }, (err) => log.error({ err: err.message }, 'config reload rejected; keeping the running config'))
     : () => undefined;

@@ -56,7 +56,7 @@ export type LinkAddOp =
       learning?: boolean;
     });
 
-export interface LinkSetOp {
+export interface LinkSetOp extends Tolerant {
   op: 'link.set';
   link: LinkRef;
   up?: boolean;

@@ -24,7 +24,7 @@ test.after.always(async () => {
 });
 
 test('runc containers in knit-attached netns ping their gateway and each other; detach leaves nothing', async (t) => {
-  const results = [];
+  const results: any[] = [];
   for (const p of pods) {
     results.push((await d!.call('Attach', { sandbox_id: p.id, netns_path: p.path, runtime: 'RUNC', interfaces: [{ name: 'eth0' }] })).result);
   }

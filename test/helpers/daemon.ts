@@ -63,6 +63,8 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
     netnsDir: path.join(dir, 'netns'),
     handoffSocket: path.join(dir, 'handoff.sock'),
     logLevel: 'debug',
+    // Tests run daemons side by side: each must see only its own objects.
+    instance: `knit-${o.prefix}`,
     networks: [
       {
         name: `${o.prefix}net`,
@@ -143,7 +145,7 @@ export async function startDaemon(o: DaemonOptions, env?: Record<string, string>
 
 /** Links in the host netns whose name starts with one of the prefixes. */
 export function hostLinks(): { ifname: string; ifalias?: string; group?: string; master?: string; operstate?: string }[] {
-  return JSON.parse(execFileSync('ip', ['-j', '-d', 'link', 'show'], { encoding: 'utf8' }));
+  return JSON.parse(execFileSync('ip', ['-j', '-d', 'link', 'show'], { encoding: 'utf8', maxBuffer: 256 << 20 }));
 }
 
 /** Every host link that belongs to knit's tests with this daemon: its bridge and any device
@@ -187,7 +189,7 @@ export function removeNetns(name: string): void {
 
 export function ipJson(args: string[], netns?: string): any[] {
   const argv = netns ? ['-n', netns, '-j', '-d', ...args] : ['-j', '-d', ...args];
-  return JSON.parse(execFileSync('ip', argv, { encoding: 'utf8' }) || '[]');
+  return JSON.parse(execFileSync('ip', argv, { encoding: 'utf8', maxBuffer: 256 << 20 }) || '[]');
 }
 
 export function pingFrom(netns: string | undefined, target: string): boolean {

@@ -90,14 +90,16 @@ const malformed: [string, (ns: string) => object, RegExp][] = [
 
 test.serial('malformed requests are INVALID_ARGUMENT naming the field, and change nothing', async (t) => {
   const [p] = pods(1, 'm');
-  const linksBefore = hostLinks().map((l) => l.ifname).sort();
+  // Other test files run concurrently: look only at this daemon's objects.
+  const mine = () => hostLinks().filter((l) => l.ifalias?.startsWith(`knit-${P}:sandbox=`)).map((l) => l.ifname).sort();
+  const linksBefore = mine();
   const poolsBefore = (await d!.call('NodeStatus', {})).networks;
   for (const [what, make, field] of malformed) {
     const err = await t.throwsAsync(d!.call('Attach', make(p.path)), undefined, what);
     t.is((err as any)?.code, status.INVALID_ARGUMENT, `${what}: ${err?.message}`);
     t.regex(err?.message ?? '', field, what);
   }
-  t.deepEqual(hostLinks().map((l) => l.ifname).sort(), linksBefore, 'no device made');
+  t.deepEqual(mine(), linksBefore, 'no device made');
   t.deepEqual((await d!.call('NodeStatus', {})).networks, poolsBefore, 'no address held');
   t.is((await d!.call('List', {})).sandboxes.length, 0);
 });

@@ -1,7 +1,7 @@
 // Routed mode (no bridge: host routes to each pod, a link-local gateway answered by a fixed
 // MAC) and dual-stack bridge mode, against a real daemon and checked with ip and ping.
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import {
   startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, eventually, hostLinks, removeLinkQuietly, type Daemon,
 } from '../helpers/daemon.js';
@@ -17,7 +17,10 @@ let d: Daemon | undefined;
 const ns = [0, 1, 2].map((i) => `${P}-pod${i}`);
 const ids = [0, 1, 2].map((i) => `${P}-sb${i}`);
 
+let ipForwardBefore = '';
+
 test.before(async () => {
+  ipForwardBefore = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8');
   d = await startDaemon(opts);
   ns.forEach(makeNetns);
 });
@@ -46,7 +49,8 @@ test.serial('routed: /32 addresses, host routes, a link-local gateway; pods reac
   const neigh = ipJson(['neigh', 'show', '169.254.1.1'], ns[0]);
   t.is(neigh[0]?.lladdr, 'ee:ee:ee:ee:ee:ee');
   t.true(neigh[0]?.state.includes('PERMANENT'));
-  t.is(execFileSync('ip', ['netns', 'exec', ns[0], 'cat', '/proc/sys/net/ipv4/conf/lo/forwarding'], { encoding: 'utf8' }).trim(), '0', 'pod forwarding untouched');
+  t.is(readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8'), ipForwardBefore, "the host's global ip_forward is not knit's to change");
+  t.is(readFileSync(`/proc/sys/net/ipv4/conf/${hostEnd}/forwarding`, 'utf8').trim(), '1', 'forwarding is on for the pod veth alone');
 
   t.true(pingFrom(undefined, ipA), 'host → pod');
   t.true(pingFrom(ns[0], ipB), 'pod → pod through the host');

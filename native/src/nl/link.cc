@@ -260,6 +260,9 @@ PreparedOp PrepareLinkSet(const Fields& f) {
     h.b.End(prot);
     op.requests.push_back(h.Done());
   }
+  // Retiring a device that went with its netns finds nothing to change: fine on undo paths.
+  op.ignoreMissing = f.Bool("ignoreMissing", false);
+  op.missingErrnos = {ENODEV};
   return op;
 }
 
