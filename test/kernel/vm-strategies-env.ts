@@ -7,11 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { NetRunner } from '../../src/net/runner.js';
 import { runSteps, undoSteps } from '../../src/core/executor.js';
+import { checkRecord } from '../../src/core/check.js';
+import type { SandboxRecord } from '../../src/core/record.js';
+import { identifyNetns } from '../../src/net/netns.js';
+import type { CheckReport } from '../../src/core/types.js';
 import type { InterfaceRequest } from '../../src/core/types.js';
 import type { Allocation, InterfaceInput, InterfacePlan, Strategy } from '../../runtimes/types.js';
 import { makeNetns, uniquePrefix, type TestNetns } from '../helpers/names.js';
-import { ip, type Json } from '../helpers/observe.js';
-import { makeInput, network, planProblems } from '../unit/strategy-plan-check.js';
+import { ip, link, type Json } from '../helpers/observe.js';
+import { createdLinks, makeInput, network, planProblems } from '../unit/strategy-plan-check.js';
 
 export interface Env {
   prefix: string;
@@ -25,13 +29,16 @@ export interface Env {
   v6: Allocation;
   /** A private directory for Kata DAN files. */
   danDir: string;
+  /** Host devices the plans run in this env create. */
+  hostNames: Set<string>;
 }
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
-/** Host links tagged for this sandbox (knit's alias tag), by name. */
-export function hostLinksOf(sandboxId: string): Json[] {
-  return ip(undefined, 'link', 'show').filter((l: Json) => typeof l.ifalias === 'string' && l.ifalias.includes(`sandbox=${sandboxId};`));
+/** Host devices the env's plans made that still exist, looked up by name (other suites may
+ * have thousands of links on the host: no full dumps). */
+export function hostLeftovers(env: Env): string[] {
+  return [...env.hostNames].filter((name) => link(undefined, name) !== undefined);
 }
 
 export function makeEnv(t: ExecutionContext, tag: string, mode: 'bridge' | 'routed'): Env {
@@ -43,7 +50,7 @@ export function makeEnv(t: ExecutionContext, tag: string, mode: 'bridge' | 'rout
   const [a, b] = [...randomBytes(2)];
   const v4: Allocation = { family: 4, address: `198.18.${a}.${(b % 250) + 2}`, prefixLen: 24, gateway: `198.18.${a}.1` };
   const v6: Allocation = { family: 6, address: `fd6b:6e74:${a.toString(16)}${b.toString(16)}::5`, prefixLen: 64, gateway: `fd6b:6e74:${a.toString(16)}${b.toString(16)}::1` };
-  const env: Env = { prefix, ns, mode, runner: new NetRunner(), sandboxId, v4, v6, danDir: mkdtempSync(`/tmp/${prefix}dan-`) };
+  const env: Env = { prefix, ns, mode, runner: new NetRunner(), sandboxId, v4, v6, danDir: mkdtempSync(`/tmp/${prefix}dan-`), hostNames: new Set() };
   if (mode === 'bridge') {
     env.bridge = `${prefix}br`;
     sh('ip', ['link', 'add', env.bridge, 'type', 'bridge']);
@@ -51,9 +58,9 @@ export function makeEnv(t: ExecutionContext, tag: string, mode: 'bridge' | 'rout
   }
   t.teardown(() => {
     env.runner.close();
-    // Whatever a failed test left on the host: knit-tagged links of this sandbox, the bridge.
-    for (const l of hostLinksOf(sandboxId)) {
-      try { sh('ip', ['link', 'del', l.ifname]); } catch { /* gone with its peer */ }
+    // Whatever a failed test left on the host: the plans' host devices, the bridge.
+    for (const name of hostLeftovers(env)) {
+      try { sh('ip', ['link', 'del', name]); } catch { /* gone with its peer */ }
     }
     if (env.bridge) {
       try { sh('ip', ['link', 'del', env.bridge]); } catch { /* already gone */ }
@@ -84,9 +91,22 @@ export async function attach(t: ExecutionContext, env: Env, strategy: Strategy, 
   const plan = strategy.planInterface(input);
   const problems = planProblems(plan.steps, env.bridge ? [{ name: env.bridge, netns: 'host' }] : []);
   if (problems.length) throw new Error(`refusing to run a plan that breaks the rules:\n${problems.join('\n')}`);
+  for (const l of createdLinks(plan.steps)) if (l.netns === 'host') env.hostNames.add(l.name);
   await runSteps(plan.steps, env.runner);
   t.teardown(() => undoSteps(plan.steps, plan.steps.length, env.runner, 'undo'));
   return plan;
+}
+
+/** What core's Check says about the attachment, given the plan's result as the record's. */
+export function check(env: Env, input: InterfaceInput, plan: InterfacePlan): Promise<CheckReport> {
+  const now = new Date().toISOString();
+  const record: SandboxRecord = {
+    version: 1, sandboxId: env.sandboxId, state: 'attached', request: input.request,
+    netns: { path: env.ns.path, ...identifyNetns(env.ns.path) },
+    allocations: [], steps: plan.steps, createdAt: now, updatedAt: now,
+    result: { sandboxId: env.sandboxId, netnsPath: env.ns.path, runtime: input.request.runtime, interfaces: plan.interfaces, ips: plan.ips, routes: plan.routes },
+  };
+  return checkRecord(record, env.runner);
 }
 
 /** Runs every inverse, as a detach does; returns the errors (none expected). */

@@ -5,15 +5,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { kataStrategy } from '../../runtimes/kata/index.js';
 import type { VmHandoff } from '../../runtimes/common/handoff.js';
 import { addrs, filters, ip, link, qdiscs, routes, type Json } from '../helpers/observe.js';
-import { attach, detach, envInput, hostLinksOf, makeEnv, sandboxLinks } from './vm-strategies-env.js';
+import { attach, check, detach, envInput, hostLeftovers, makeEnv, sandboxLinks } from './vm-strategies-env.js';
 
 const handoffOf = (plan: { interfaces: { handoff?: Record<string, unknown> }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
 const redirectTarget = (fs: Json[]) => fs.flatMap((f: Json) => f.options?.actions ?? []).filter((a: Json) => a.kind === 'mirred').map((a: Json) => [a.mirred_action, a.direction, a.to_dev]);
 
 test('kata tcfilter: tap0_kata beside the veth, ingress redirects both ways; undo leaves nothing', async (t) => {
   const env = makeEnv(t, 'kvka', 'bridge');
-  const plan = await attach(t, env, kataStrategy, envInput(env, [{ name: 'eth0', binding: { queues: '2' } }], { runtime: 'kata' }));
+  const input = envInput(env, [{ name: 'eth0', binding: { queues: '2' } }], { runtime: 'kata' });
+  const plan = await attach(t, env, kataStrategy, input);
   const ns = env.ns.name;
+  t.deepEqual(await check(env, input, plan), { ok: true, differences: [] });
   const host = plan.interfaces[0].name;
   t.is(link(undefined, host)?.master, env.bridge);
 
@@ -30,7 +32,7 @@ test('kata tcfilter: tap0_kata beside the veth, ingress redirects both ways; und
 
   t.deepEqual(await detach(env, plan), []);
   t.deepEqual(sandboxLinks(env), ['lo']);
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
 });
 
 test('kata macvtap: bridge-mode macvtap with the guest MAC on an address-less veth; undo leaves nothing', async (t) => {
@@ -48,12 +50,14 @@ test('kata macvtap: bridge-mode macvtap with the guest MAC on an address-less ve
 
   t.deepEqual(await detach(env, plan), []);
   t.deepEqual(sandboxLinks(env), ['lo']);
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
 });
 
 test('kata host-tap (bridge): a host tap on the bridge and the DAN file; nothing in the netns; undo removes both', async (t) => {
   const env = makeEnv(t, 'kvkh', 'bridge');
-  const plan = await attach(t, env, kataStrategy, envInput(env, [{ name: 'eth0', binding: { mode: 'host-tap', queues: '2', danDir: env.danDir } }], { runtime: 'kata' }));
+  const input = envInput(env, [{ name: 'eth0', binding: { mode: 'host-tap', queues: '2', danDir: env.danDir } }], { runtime: 'kata' });
+  const plan = await attach(t, env, kataStrategy, input);
+  t.deepEqual(await check(env, input, plan), { ok: true, differences: [] });
   const h = handoffOf(plan);
   const tap = link(undefined, h.name);
   t.like(tap?.linkinfo, { info_kind: 'tun', info_data: { type: 'tap', vnet_hdr: true, multi_queue: true, persist: true } });
@@ -69,7 +73,7 @@ test('kata host-tap (bridge): a host tap on the bridge and the DAN file; nothing
   t.deepEqual(await detach(env, plan), []);
   t.is(link(undefined, h.name), undefined);
   t.false(existsSync(file));
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
 });
 
 test('kata host-tap (routed): gateway MAC on the tap, host routes and forwarding on it; undo removes them', async (t) => {
@@ -83,6 +87,6 @@ test('kata host-tap (routed): gateway MAC on the tap, host routes and forwarding
 
   t.deepEqual(await detach(env, plan), []);
   t.deepEqual(routes(undefined, `${env.v4.address}/32`), []);
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
   t.false(existsSync(`${env.danDir}/${env.sandboxId}.json`));
 });

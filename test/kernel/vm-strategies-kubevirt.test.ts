@@ -5,14 +5,16 @@ import { readFileSync } from 'node:fs';
 import { kubevirtStrategy } from '../../runtimes/kubevirt/index.js';
 import type { VmHandoff } from '../../runtimes/common/handoff.js';
 import { addrs, filters, link, neighs, sysctl, type Json } from '../helpers/observe.js';
-import { attach, detach, envInput, hostLinksOf, makeEnv, nftChain, nftTables, sandboxLinks } from './vm-strategies-env.js';
+import { attach, check, detach, envInput, hostLeftovers, makeEnv, nftChain, nftTables, sandboxLinks } from './vm-strategies-env.js';
 
 const handoffOf = (plan: { interfaces: { handoff?: Record<string, unknown> }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
 const localAddrs = (ns: string, dev: string) => addrs(ns, dev).filter((a: Json) => a.scope !== 'link').map((a: Json) => `${a.local}/${a.prefixlen}`);
 
 test('kubevirt masquerade (dual-stack): k6t-eth0 gateway, tap0 for uid 107, forwarding, nat tables; undo leaves nothing', async (t) => {
   const env = makeEnv(t, 'kvvm', 'bridge');
-  const plan = await attach(t, env, kubevirtStrategy, envInput(env, [{ name: 'eth0', binding: { ports: 'tcp:80' } }], { runtime: 'kubevirt', dual: true }));
+  const input = envInput(env, [{ name: 'eth0', binding: { ports: 'tcp:80' } }], { runtime: 'kubevirt', dual: true });
+  const plan = await attach(t, env, kubevirtStrategy, input);
+  t.deepEqual(await check(env, input, plan), { ok: true, differences: [] });
   const ns = env.ns.name;
   const br = link(ns, 'k6t-eth0');
   t.is(br?.linkinfo?.info_kind, 'bridge');
@@ -41,12 +43,14 @@ test('kubevirt masquerade (dual-stack): k6t-eth0 gateway, tap0 for uid 107, forw
   t.deepEqual(await detach(env, plan), []);
   t.deepEqual(nftTables(env), []);
   t.deepEqual(sandboxLinks(env), ['lo']);
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
 });
 
 test('kubevirt tap binding: multi-queue tap0 cross-connected to eth0 by redirects; undo leaves nothing', async (t) => {
   const env = makeEnv(t, 'kvvt', 'bridge');
-  const plan = await attach(t, env, kubevirtStrategy, envInput(env, [{ name: 'eth0', binding: { binding: 'tap', queues: '2' } }], { runtime: 'kubevirt' }));
+  const input = envInput(env, [{ name: 'eth0', binding: { binding: 'tap', queues: '2' } }], { runtime: 'kubevirt' });
+  const plan = await attach(t, env, kubevirtStrategy, input);
+  t.deepEqual(await check(env, input, plan), { ok: true, differences: [] });
   const ns = env.ns.name;
   t.like(link(ns, 'tap0')?.linkinfo, { info_kind: 'tun', info_data: { multi_queue: true, user: 107, group: 107 } });
   t.is(handoffOf(plan).flags, 'IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|IFF_MULTI_QUEUE');
@@ -57,7 +61,7 @@ test('kubevirt tap binding: multi-queue tap0 cross-connected to eth0 by redirect
 
   t.deepEqual(await detach(env, plan), []);
   t.deepEqual(sandboxLinks(env), ['lo']);
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
 });
 
 test('kubevirt bridge binding (routed): eth0-nic and tap0 on k6t-eth0, no pod IP in the netns, proxy ARP/NDP on the host end; undo leaves nothing', async (t) => {
@@ -82,5 +86,5 @@ test('kubevirt bridge binding (routed): eth0-nic and tap0 on k6t-eth0, no pod IP
 
   t.deepEqual(await detach(env, plan), []);
   t.deepEqual(sandboxLinks(env), ['lo']);
-  t.deepEqual(hostLinksOf(env.sandboxId), []);
+  t.deepEqual(hostLeftovers(env), []);
 });
