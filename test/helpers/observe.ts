@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 export type Json = any;
 
 function json(cmd: string, args: string[]): Json {
-  const out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 << 20 });
   return out.trim() ? JSON.parse(out) : [];
 }
 
