@@ -24,9 +24,10 @@ function latencySection(r: BenchResults): string {
         ms(d.p50), ms(d.p90), ms(d.p99),
         ratio(a.p50, ref('cni', 'attach')), ratio(a.p50, ref(floor, 'attach')),
         ratio(d.p50, ref('cni', 'detach')), ratio(d.p50, ref(floor, 'detach')),
+        String(s.errors.length),
       ];
     });
-  const header = ['contender', 'n', 'attach p50', 'p90', 'p99', 'detach p50', 'p90', 'p99', 'attach ÷ CNI', 'attach ÷ floor', 'detach ÷ CNI', 'detach ÷ floor'];
+  const header = ['contender', 'n', 'attach p50', 'p90', 'p99', 'detach p50', 'p90', 'p99', 'attach ÷ CNI', 'attach ÷ floor', 'detach ÷ CNI', 'detach ÷ floor', 'failed calls'];
   const o = r.run.options;
   return [
     '## Attach / detach latency (ms)',
@@ -99,6 +100,15 @@ export function renderMarkdown(r: BenchResults): string {
   ];
   const skipped = r.contenders.filter((c) => c.skipped);
   if (skipped.length) parts.push('', 'Not in this run:', '', ...skipped.map((c) => `- ${c.label}: ${c.skipped}`));
+  const failures = [
+    ...Object.entries(r.latency).flatMap(([name, s]) => s.errors.map((e) => `latency, ${labelOf(r, name)}: ${e}`)),
+    ...(r.churn ?? []).flatMap((c) => c.errors.map((e) => `churn ×${c.concurrency}, ${labelOf(r, c.contender)}: ${e}`)),
+    ...(r.scale?.points ?? []).flatMap((p) => p.errors.map((e) => `scale ${p.level}, ${labelOf(r, p.contender)}: ${e}`)),
+  ];
+  if (failures.length) {
+    // first few, shortened: the JSON has them all
+    parts.push('', `Failed calls (${failures.length}; not in the figures):`, '', ...failures.slice(0, 10).map((f) => `- ${f.length > 300 ? `${f.slice(0, 300)}…` : f}`));
+  }
   const dropped = r.contenders.filter((c) => c.dropped?.length);
   if (dropped.length) parts.push('', 'Left a phase early:', '', ...dropped.flatMap((c) => c.dropped!.map((d) => `- ${c.label}: ${d}`)));
   if (r.churn?.length) parts.push('', churnSection(r.churn, r));
