@@ -17,7 +17,6 @@ export interface KataOptions {
   /** Queue pairs; Kata uses the VM's vCPU count, which knit cannot see: say it here. */
   queues: number;
   danDir: string;
-  reader: BindingReader;
 }
 
 export function kataOptions(input: InterfaceInput): KataOptions {
@@ -32,12 +31,5 @@ export function kataOptions(input: InterfaceInput): KataOptions {
     mode,
     queues: reader.int('queues', 1, MAX_QUEUES, 1),
     danDir: reader.dir('danDir', DEFAULT_DAN_DIR),
-    reader,
   };
-}
-
-/** Mode another interface of the same request asks for (its own validation happens when core
- * plans it). */
-export function siblingMode(binding: Record<string, string> | undefined): string {
-  return binding?.mode ?? 'tcfilter';
 }
