@@ -22,10 +22,11 @@ Napi::Value ThrowField(Napi::Env env, const nl::FieldError& e) {
   return env.Undefined();
 }
 
+// A batch on a closed handle fails at its first op (none took effect).
 OpError ClosedError() {
   OpError e;
   e.err = EBADF;
-  e.context = "use of a closed netlink handle";
+  e.index = 0;
   return e;
 }
 

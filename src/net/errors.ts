@@ -56,8 +56,7 @@ export function describeOp(op: Op): { doing: string; object: string } {
   switch (op.op) {
     case 'link.add': {
       const object = `${op.kind} ${op.name}`;
-      const peer = op.kind === 'veth' ? ` (peer ${op.peer.name}${op.peer.netns ? ` in ${op.peer.netns}` : ''})` : '';
-      return { doing: `creating ${object}${peer}`, object };
+      return { doing: `creating ${object}`, object };
     }
     case 'link.set': {
       const what = Object.keys(op).filter((k) => k !== 'op' && k !== 'link');
@@ -183,6 +182,9 @@ export function toKernelError(err: unknown, ops: Op[] | Op | undefined, netns: s
   let why = lookup ? `no link named ${lookup[1]} (${lookup[2]})` : explain(op, e.code);
   if (!op && e.code === 'ENOENT') why = 'the netns path does not exist';
   const extra: string[] = [];
+  // A veth's peer name can collide too, possibly in another netns: say so rather than guess.
+  if (op?.op === 'link.add' && op.kind === 'veth' && e.code === 'EEXIST' && !lookup)
+    extra.push(`or the peer name ${op.peer?.name} is taken${op.peer?.netns ? ` in netns ${op.peer.netns}` : ''}`);
   if (e.extack) extra.push(`kernel: ${e.extack}`);
   if (e.context && !lookup && op && e.context !== op.op) extra.push(e.context);
   const tail = extra.length ? ` (${extra.join('; ')})` : '';
