@@ -2,7 +2,7 @@
 // (C rtnetlink and ip -batch) and an empty gRPC call. Writes bench/results/<timestamp>.json,
 // latest.json, latest.md and latest.svg. Everything it creates carries the run's kb??? prefix
 // and is removed at the end, on Ctrl-C and on failure.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +34,11 @@ async function main(): Promise<number> {
   }
   if (opts.help) {
     process.stdout.write(USAGE);
+    return 0;
+  }
+  if (opts.report) {
+    const r = JSON.parse(readFileSync(opts.report, 'utf8')) as BenchResults;
+    writeResults(r, opts.outDir ?? path.join(repoRoot, 'bench', 'results'), false);
     return 0;
   }
   if (process.getuid?.() !== 0) {
@@ -103,15 +108,15 @@ async function main(): Promise<number> {
   }
 }
 
-function writeResults(r: BenchResults, dir: string): void {
+function writeResults(r: BenchResults, dir: string, withStamped = true): void {
   mkdirSync(dir, { recursive: true });
   const stamp = r.run.startedAt.replace(/[:.]/g, '-');
   const json = JSON.stringify(r, null, 1);
-  writeFileSync(path.join(dir, `${stamp}.json`), json);
+  if (withStamped) writeFileSync(path.join(dir, `${stamp}.json`), json);
   writeFileSync(path.join(dir, 'latest.json'), json);
   writeFileSync(path.join(dir, 'latest.md'), renderMarkdown(r));
   writeFileSync(path.join(dir, 'latest.svg'), renderSvg(r));
-  log(`bench: wrote ${path.join(dir, `${stamp}.json`)}, latest.md, latest.svg`);
+  log(`bench: wrote ${withStamped ? `${path.join(dir, `${stamp}.json`)}, ` : ''}latest.json, latest.md, latest.svg in ${dir}`);
 }
 
 /** A compact table on stdout: p50s and the ratios (the markdown has p90/p99). */

@@ -15,7 +15,7 @@ process.chdir(root);
 const args = process.argv.slice(2);
 const noBuild = args.includes('--no-build');
 const benchArgs = args.filter((a) => a !== '--no-build');
-const wantsHelpOnly = benchArgs.includes('--help') || benchArgs.includes('-h') || benchArgs.includes('--cleanup');
+const wantsHelpOnly = ['--help', '-h', '--cleanup', '--report'].some((a) => benchArgs.includes(a)); // no measuring: no build
 
 function step(label, cmd, cmdArgs, { required }) {
   const r = spawnSync(cmd, cmdArgs, { stdio: 'inherit' });

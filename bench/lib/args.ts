@@ -14,6 +14,8 @@ export interface BenchOptions {
   outDir?: string;
   /** Sweep a previous run's leftovers by prefix and exit. */
   cleanup?: string;
+  /** Re-render latest.md/svg from a results JSON and exit (no measuring). */
+  report?: string;
   help: boolean;
 }
 
@@ -30,6 +32,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --variant-iterations N attaches per VM flavor (default 30)
   --out DIR              results directory (default bench/results)
   --cleanup kbXXX        remove the netns and links a killed run left behind, then exit
+  --report FILE.json     rewrite latest.json/md/svg from an earlier run's JSON, then exit
 `;
 
 function int(flag: string, v: string | undefined, min: number): number {
@@ -70,6 +73,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
       case '--variant-iterations': o.variantIterations = int(flag, value(), 1); break;
       case '--out': o.outDir = value(); break;
       case '--cleanup': o.cleanup = value(); break;
+      case '--report': o.report = value(); break;
       case '-h': case '--help': o.help = true; break;
       default: throw new Error(`unknown option ${flag}\n\n${USAGE}`);
     }
