@@ -33,6 +33,8 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner): Pro
     if (ifc.mtu && link.mtu !== ifc.mtu) differences.push(`${ifc.name} ${where} has MTU ${link.mtu}, expected ${ifc.mtu}`);
     if (ifc.mac && link.mac?.toLowerCase() !== ifc.mac.toLowerCase()) differences.push(`${ifc.name} ${where} has MAC ${link.mac}, expected ${ifc.mac}`);
     if (!ifc.sandbox) continue;
+    // A VM guest, not the pod netns, holds these addresses (Kata macvtap, KubeVirt bridge).
+    if ((ifc.handoff as { podIpsOn?: string } | undefined)?.podIpsOn === 'guest') continue;
 
     const [{ addrs = [] }, { routes: r4 = [] }, { routes: r6 = [] }] = await runner.runOps(ifc.sandbox, [
       { op: 'addr.list', link: ifc.name },

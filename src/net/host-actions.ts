@@ -7,8 +7,13 @@ import type { HostAction } from './ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
 
 
+// Absolute paths: under npm, PATH starts with node_modules/.bin, where "nft" is an unrelated
+// JavaScript tool (@vercel/nft, pulled in by ava) that would "succeed" without touching nftables.
+const NFT = '/usr/sbin/nft';
+const NSENTER = '/usr/bin/nsenter';
+
 function nftCommand(netns: string | undefined, args: string[]): [string, string[]] {
-  return netns ? ['nsenter', [`--net=${netns}`, 'nft', ...args]] : ['nft', args];
+  return netns ? [NSENTER, [`--net=${netns}`, NFT, ...args]] : [NFT, args];
 }
 
 async function nft(netns: string | undefined, args: string[], input?: string): Promise<void> {

@@ -175,6 +175,7 @@ export async function cleanupDaemon(d: Daemon | undefined, o: { prefix: string }
 }
 
 export function makeNetns(name: string): string {
+  removeNetns(name); // a leftover of an earlier interrupted run of this same test
   execFileSync('ip', ['netns', 'add', name]);
   return `/run/netns/${name}`;
 }
