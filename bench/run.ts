@@ -135,7 +135,7 @@ function printSummary(r: BenchResults): void {
   for (const row of rows) console.log(row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
   for (const c of r.contenders.filter((x) => x.skipped)) console.log(`${c.name}: not run (${c.skipped})`);
   for (const c of r.contenders) for (const d of c.dropped ?? []) console.log(`${c.name}: ${d}`);
-  console.log('(ms; details in bench/results/latest.md)');
+  console.log('(ms; p90, detach ratios, churn and scale in latest.md)');
 }
 
 main().then(

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { exec, ipBatch } from '../lib/exec.js';
-import { reapGroup } from '../../src/core/names.js';
+import { reapGroup, setInstance } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -43,10 +43,15 @@ export class KnitContender implements Contender {
   private client?: grpc.Client;
   private net?: BenchNetwork;
   private prefix = '';
+  private reapGroup = 0;
 
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
     this.prefix = ctx.prefix;
+    // the daemon runs as instance <prefix> (config below), so no other knit daemon on this
+    // host (tests, the real one) sweeps or reaps its devices; its reap group follows the name
+    setInstance(ctx.prefix);
+    this.reapGroup = reapGroup();
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
     writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket), null, 2));
@@ -75,7 +80,7 @@ export class KnitContender implements Contender {
   async settle(): Promise<void> {
     const until = Date.now() + 2000;
     while (Date.now() < until) {
-      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(reapGroup())], { allowFailure: true });
+      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(this.reapGroup)], { allowFailure: true });
       const links = JSON.parse(r.stdout || '[]') as Array<{ ifalias?: string }>;
       if (!links.some((l) => l.ifalias?.includes(`sandbox=${this.prefix}-`))) return;
       await new Promise((res) => setTimeout(res, 5));
@@ -112,6 +117,7 @@ function daemonConfig(ctx: SetupContext, socket: string): object {
     stateDir: path.join(ctx.scratch, 'state'),
     netnsDir: path.join(ctx.scratch, 'netns'),
     handoffSocket: path.join(ctx.scratch, 'handoff.sock'),
+    instance: ctx.prefix,
     logLevel: 'info', // the shipped default: logging is part of what a real attach costs
     networks: [{ name: NETWORK, mode: 'bridge', bridge: net.bridge, ipv4: { subnet: net.subnet, gateway: net.gateway } }],
   };
