@@ -29,6 +29,17 @@ test('a duplicate name fails with EEXIST and a sentence naming the link and the 
   t.deepEqual(linkNames(ns.name).sort(), ['lo', `${p}br`].sort(), 'nothing half-made');
 });
 
+test("the kernel's extended ack text is carried and quoted", async (t) => {
+  const { p, ns, h } = setup(t, 'knef');
+  await h.run([{ op: 'tun.add', name: `${p}tap`, mode: 'tap' }]);
+  // A tap's maximum MTU is 65521; the kernel says so in an extended ack.
+  const err = await t.throwsAsync(h.run([{ op: 'link.set', link: `${p}tap`, mtu: 65535 }]), { instanceOf: KernelError });
+  t.is(err!.code, 'EINVAL');
+  t.regex(err!.extack ?? '', /MTU/i);
+  t.true(err!.message.startsWith(`EINVAL setting mtu on link ${p}tap: `));
+  t.true(err!.message.endsWith(`in netns ${ns.path} (kernel: ${err!.extack})`));
+});
+
 test('a batch stops at the failing op: index, completed results, later ops not run', async (t) => {
   const { p, ns, h } = setup(t, 'kneb');
   const ops: Op[] = [
