@@ -14,7 +14,8 @@ namespace knit {
 
 namespace {
 
-int AttachQueue(const TunSpec& spec, bool first, int* out) {
+// Opens one queue of spec.name; exclusive: fail rather than attach to an existing device.
+int AttachQueue(const TunSpec& spec, bool exclusive, int* out) {
   int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
   if (fd < 0) return -errno;
   ifreq ifr{};
@@ -22,12 +23,12 @@ int AttachQueue(const TunSpec& spec, bool first, int* out) {
   ifr.ifr_flags = (spec.tap ? IFF_TAP : IFF_TUN) | IFF_NO_PI;
   if (spec.vnetHdr) ifr.ifr_flags |= IFF_VNET_HDR;
   if (spec.queues > 1) ifr.ifr_flags |= IFF_MULTI_QUEUE;
-  // The first queue must create the device, never attach to a persistent one of that name.
-  if (first) ifr.ifr_flags |= IFF_TUN_EXCL;
+  // The first queue of a new device must create it, never attach to a persistent one.
+  if (exclusive) ifr.ifr_flags |= IFF_TUN_EXCL;
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
     int e = errno;
     close(fd);
-    return -(first && e == EBUSY ? EEXIST : e);
+    return -(exclusive && e == EBUSY ? EEXIST : e);
   }
   *out = fd;
   return 0;
@@ -63,7 +64,30 @@ int CreateHere(const TunSpec& spec, std::vector<int>* fds, int* ifindex) {
   return 0;
 }
 
+int OpenHere(const TunSpec& spec, std::vector<int>* fds, int* ifindex) {
+  int index = static_cast<int>(if_nametoindex(spec.name.c_str()));
+  if (index == 0) return -ENODEV;
+  std::vector<int> opened;
+  for (int q = 0; q < spec.queues; q++) {
+    int fd;
+    int rc = AttachQueue(spec, false, &fd);
+    if (rc < 0) {
+      for (int o : opened) close(o);
+      return rc;
+    }
+    opened.push_back(fd);
+  }
+  *ifindex = index;
+  fds->insert(fds->end(), opened.begin(), opened.end());
+  return 0;
+}
+
 }  // namespace
+
+int TunOpen(int nsfd, const TunSpec& spec, std::vector<int>* fds, int* ifindex) {
+  if (spec.name.empty() || spec.name.size() >= IFNAMSIZ || spec.queues < 1) return -EINVAL;
+  return RunInNetns(nsfd, [&] { return OpenHere(spec, fds, ifindex); });
+}
 
 int TunCreate(int nsfd, const TunSpec& spec, std::vector<int>* fds, int* ifindex) {
   if (spec.name.empty() || spec.name.size() >= IFNAMSIZ || spec.queues < 1) return -EINVAL;

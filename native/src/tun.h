@@ -23,4 +23,9 @@ struct TunSpec {
 // On failure returns -errno and leaves no device behind.
 int TunCreate(int nsfd, const TunSpec& spec, std::vector<int>* fds, int* ifindex);
 
+// Opens spec.queues new queue fds on an existing tun/tap (the VM hand-off by fd): never
+// creates one, and fails with EINVAL when the flags differ from the device's (the kernel's
+// rule for attaching a queue). Appends the fds to *fds; on failure closes what it opened.
+int TunOpen(int nsfd, const TunSpec& spec, std::vector<int>* fds, int* ifindex);
+
 }  // namespace knit

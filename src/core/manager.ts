@@ -66,6 +66,8 @@ export interface ManagerDeps {
   strategies: Partial<Record<RuntimeKind, Strategy>>;
   extensions: ExtensionsPort;
   reaper: { kick(): void };
+  /** VM hand-off by fd: adds fresh one-time tokens to answers; forgets them on detach. */
+  handoff?: { decorate(result: AttachResult): AttachResult; forget(sandboxId: string): void };
   hooks?: ManagerHooks;
 }
 
@@ -87,7 +89,7 @@ export class SandboxManager implements SandboxService {
     try {
       const result = await this.locks.run(req.sandboxId, () => this.attachLocked(req));
       this.deps.hooks?.onAttach?.(performance.now() - started);
-      return result;
+      return this.deps.handoff?.decorate(result) ?? result;
     } catch (err) {
       const e = asKnitError(err);
       this.deps.hooks?.onAttach?.(performance.now() - started, e);
@@ -219,6 +221,7 @@ export class SandboxManager implements SandboxService {
     }
     releaseInterfaces(this.deps.ipam, sandboxId, record.allocations);
     await this.deps.records.remove(sandboxId);
+    this.deps.handoff?.forget(sandboxId);
     this.events.emit('event', { type: 'detach', sandboxId } satisfies WatchEvent);
   }
 
@@ -231,7 +234,9 @@ export class SandboxManager implements SandboxService {
 
   async query(sandboxId: string) {
     const record = this.mustGet(sandboxId);
-    return { ...view(record), live: await checkRecord(record, this.deps.runner) };
+    const live = await checkRecord(record, this.deps.runner);
+    const v = view(record);
+    return { ...v, result: v.result && (this.deps.handoff?.decorate(v.result) ?? v.result), live };
   }
 
   async list(): Promise<SandboxRecordView[]> {

@@ -25,6 +25,7 @@ import { ExtensionRegistry } from './extensions.js';
 import { KnitMetrics, startMetricsServer } from './metrics.js';
 import { failpointsFromEnv } from './failpoints.js';
 import { NetnsChecker } from './netns-checker.js';
+import { HandoffTokens, startHandoffServer } from './handoff.js';
 
 export interface ServeOptions {
   config?: string;
@@ -77,6 +78,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       if (err) metrics.errors.inc({ rpc: 'detach', code: err.code });
     },
   };
+  const tokens = new HandoffTokens(config.handoffSocket);
   const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions);
   const manager = new SandboxManager({
     networks: () => networkSpecs(config),
@@ -89,6 +91,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     strategies,
     extensions,
     reaper,
+    handoff: tokens,
     hooks,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
@@ -120,6 +123,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
       created.delete(p);
     },
   });
+  const handoff = await startHandoffServer({
+    socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,
+  });
   const metricsServer = config.metricsAddress
     ? await startMetricsServer(config.metricsAddress, metrics, () => manager.nodeStatus())
     : undefined;
@@ -145,6 +151,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   });
   stopWatch();
   await api.close();
+  await handoff.close();
   metricsServer?.close();
   await reaper.reapNow();
   reaper.stop();

@@ -95,6 +95,7 @@ export function describeOp(op: Op): { doing: string; object: string } {
     case 'sysctl.set': return { doing: `setting sysctl ${op.key}=${op.value}`, object: `sysctl ${op.key}` };
     case 'sysctl.get': return { doing: `reading sysctl ${op.key}`, object: `sysctl ${op.key}` };
     case 'tun.add': return { doing: `creating ${op.mode} ${op.name}`, object: `${op.mode} ${op.name}` };
+    case 'tun.open': return { doing: `opening queues of ${op.mode} ${op.name}`, object: `${op.mode} ${op.name}` };
   }
 }
 
@@ -131,6 +132,7 @@ export function explain(op: Op | undefined, code: string): string {
       if (name === 'filter.add') return 'a filter with this priority already exists on that hook';
       break;
     case 'ENODEV':
+      if (name === 'tun.open') return 'no such tun/tap device';
       return 'no such link';
     case 'ENOENT':
       if (name === 'sysctl.set' || name === 'sysctl.get') return 'no such sysctl (misspelt key, or the interface it names is not in this netns)';
@@ -149,6 +151,7 @@ export function explain(op: Op | undefined, code: string): string {
     case 'EBUSY':
       if (name === 'link.set') return 'the link is busy (a rename needs the link down)';
       if (name === 'tun.add') return 'a non-tun device already uses this name';
+      if (name === 'tun.open') return 'the device has a queue attached already (single-queue), or its flags differ';
       break;
     case 'EOPNOTSUPP':
       if (name === 'vf.set') return 'the link does not support SR-IOV VF settings (not a PF, or its driver lacks the op)';
@@ -158,6 +161,7 @@ export function explain(op: Op | undefined, code: string): string {
     case 'EINVAL':
       if (name === 'qdisc.del' || name === 'filter.del') return 'the link has no such qdisc';
       if (name === 'filter.add') return 'the link has no qdisc for that hook (add an ingress or clsact qdisc first)';
+      if (name === 'tun.open') return 'the device was made with other flags (tap/tun, vnet_hdr, multi-queue must match)';
       if (name === 'link.set') return 'the kernel rejected a value (e.g. an MTU outside the link\'s range)';
       break;
     case 'ERANGE':
@@ -186,7 +190,10 @@ export function toKernelError(err: unknown, ops: Op[] | Op | undefined, netns: s
   if (op?.op === 'link.add' && op.kind === 'veth' && e.code === 'EEXIST' && !lookup)
     extra.push(`or the peer name ${op.peer?.name} is taken${op.peer?.netns ? ` in netns ${op.peer.netns}` : ''}`);
   if (e.extack) extra.push(`kernel: ${e.extack}`);
-  if (e.context && !lookup && op && e.context !== op.op) extra.push(e.context);
+  // The addon's context adds news when it names a field or a side step (a netns path, an
+  // alias on the peer); for tun/sysctl ops and plain requests it only repeats the op.
+  const repeats = !op || e.context === op.op || /^(tun|sysctl)\./.test(op.op);
+  if (e.context && !lookup && !repeats) extra.push(e.context);
   const tail = extra.length ? ` (${extra.join('; ')})` : '';
   const message = `${e.code} ${doing}: ${why} in ${where}${tail}`;
   return new KernelError(message, {

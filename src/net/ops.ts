@@ -177,11 +177,21 @@ export interface TunAddOp {
   returnFds?: boolean;
 }
 
+/** New queue fds on an existing tun/tap, opened inside the handle's netns (VM hand-off by fd).
+ * mode/vnetHdr/queues>1 must match how the device was made, or the kernel answers EINVAL. */
+export interface TunOpenOp {
+  op: 'tun.open';
+  name: string;
+  mode: 'tap' | 'tun';
+  queues?: number;
+  vnetHdr?: boolean;
+}
+
 export type Op =
   | LinkAddOp | LinkSetOp | LinkDelOp | LinkDelGroupOp | LinkGetOp | LinkListOp
   | AddrOp | AddrListOp | RouteOp | RouteListOp | NeighOp | NeighListOp
   | QdiscOp | QdiscListOp | RedirectFilterAddOp | FilterDelOp | FilterListOp
-  | VfSetOp | SysctlSetOp | SysctlGetOp | TunAddOp;
+  | VfSetOp | SysctlSetOp | SysctlGetOp | TunAddOp | TunOpenOp;
 
 export type OpName = Op['op'];
 

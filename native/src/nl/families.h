@@ -52,6 +52,7 @@ PreparedOp PrepareFilterList(const Fields& f);
 PreparedOp PrepareVfSet(const Fields& f);
 PreparedOp PrepareSysctl(const Fields& f, bool set);
 PreparedOp PrepareTunAdd(const Fields& f);
+PreparedOp PrepareTunOpen(const Fields& f);
 
 // Reply parsers; each returns false for a message of another type.
 bool ParseLink(const Message& m, LinkInfo* out);

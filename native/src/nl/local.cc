@@ -75,4 +75,27 @@ PreparedOp PrepareTunAdd(const Fields& f) {
   return op;
 }
 
+PreparedOp PrepareTunOpen(const Fields& f) {
+  TunSpec spec;
+  spec.name = f.IfName("name");
+  spec.tap = f.Enum("mode", {"tap", "tun"}) == "tap";
+  spec.queues = static_cast<int>(f.OptU32("queues", 1, 256).value_or(1));
+  spec.vnetHdr = f.Bool("vnetHdr", false);
+  PreparedOp op;
+  op.name = "tun.open";
+  op.custom = [spec](RunContext& ctx, OpResult* res, OpError* err) {
+    std::vector<int> fds;
+    int index = 0;
+    int rc = TunOpen(ctx.nsfd, spec, &fds, &index);
+    if (rc < 0) {
+      err->context = std::string("open queues of ") + (spec.tap ? "tap " : "tun ") + spec.name;
+      return rc;
+    }
+    res->index = static_cast<uint32_t>(index);
+    res->fds = fds;
+    return 0;
+  };
+  return op;
+}
+
 }  // namespace knit::nl

@@ -29,6 +29,7 @@ PreparedOp PrepareOp(Napi::Value value, const std::string& path) {
   if (name == "vf.set") return PrepareVfSet(f);
   if (name == "sysctl.set" || name == "sysctl.get") return PrepareSysctl(f, name == "sysctl.set");
   if (name == "tun.add") return PrepareTunAdd(f);
+  if (name == "tun.open") return PrepareTunOpen(f);
   f.RangeFail("op", "unknown op '" + name + "'");
 }
 
