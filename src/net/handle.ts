@@ -18,7 +18,9 @@
 //    for in-flight packets), sysctl.set (a thread plus whatever the write triggers), link.set
 //    (enslaving, up/down and renames take the RTNL lock and can wait on it), vf.set (PF
 //    drivers talk to firmware).
-// The daemon's event loop is never blocked for a kernel wait.
+// The daemon's event loop is never blocked for a kernel wait. While a pool batch is running
+// on a handle, quick batches for that handle go to the pool too: the socket serves one batch
+// at a time, and waiting for it on the JS thread would block the loop after all.
 import type { LinkInfo, Op, OpResult } from './ops.js';
 import { native } from './native.js';
 import { toKernelError } from './errors.js';
@@ -50,6 +52,9 @@ export function isQuickBatch(ops: readonly Op[]): boolean {
 }
 
 export class NetHandle {
+  /** Pool batches started and not yet finished. */
+  private onPool = 0;
+
   private constructor(
     private readonly h: NativeHandle,
     /** The netns path this handle works in; undefined = the daemon's own netns. */
@@ -80,16 +85,19 @@ export class NetHandle {
    * reject with a TypeError/RangeError naming the field before anything is sent. Picks the
    * JS thread or a pool thread as the header comment says. */
   async run(ops: Op[]): Promise<OpResult[]> {
-    if (Array.isArray(ops) && isQuickBatch(ops)) return this.runSync(ops);
+    if (this.onPool === 0 && Array.isArray(ops) && isQuickBatch(ops)) return this.runSync(ops);
     return this.runOnPool(ops);
   }
 
   /** Runs ops on a libuv pool thread, whatever they are. */
   async runOnPool(ops: Op[]): Promise<OpResult[]> {
+    this.onPool++;
     try {
       return await this.h.run(ops);
     } catch (err) {
       throw toKernelError(err, ops, this.netns);
+    } finally {
+      this.onPool--;
     }
   }
 
