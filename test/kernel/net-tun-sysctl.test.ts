@@ -70,6 +70,27 @@ test('tun.add leaves no device behind when it fails: name taken, and running out
   t.is(link(ns.name, `${p}mq`), undefined, 'no half-made tap');
 });
 
+test('tun.open adds queue fds to an existing tap, never creates one, and refuses other flags', async (t) => {
+  const p = uniquePrefix('knue');
+  const ns = makeNetns(t, p, 'a');
+  const h = NetHandle.open(ns.path);
+  t.teardown(() => h.close());
+  const tap = `${p}tap`;
+  const [made] = await h.run([{ op: 'tun.add', name: tap, mode: 'tap', queues: 2, vnetHdr: true }]);
+  const [r] = await h.run([{ op: 'tun.open', name: tap, mode: 'tap', queues: 2, vnetHdr: true }]);
+  t.teardown(() => r.fds?.forEach((fd) => closeFd(fd)));
+  t.is(r.index, made.index);
+  t.is(r.fds?.length, 2);
+  t.is(link(ns.name, tap).linkinfo.info_data.numqueues, 2);
+
+  const missing = await t.throwsAsync(h.run([{ op: 'tun.open', name: `${p}none`, mode: 'tap' }]), { instanceOf: KernelError });
+  t.is(missing!.message, `ENODEV opening queues of tap ${p}none: no such tun/tap device in netns ${ns.path}`);
+  t.is(link(ns.name, `${p}none`), undefined, 'no device was made by the attempt');
+  const flags = await t.throwsAsync(h.run([{ op: 'tun.open', name: tap, mode: 'tun', queues: 2 }]), { instanceOf: KernelError });
+  t.is(flags!.code, 'EINVAL');
+  t.is(link(ns.name, tap).linkinfo.info_data.numqueues, 2, 'a refused open attaches nothing');
+});
+
 test('sysctl.set/get write and read /proc/sys inside the netns', async (t) => {
   const p = uniquePrefix('knud');
   const ns = makeNetns(t, p, 'a');
