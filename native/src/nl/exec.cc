@@ -18,7 +18,8 @@ namespace knit::nl {
 
 namespace {
 
-int LookupIndex(Socket& s, const std::string& name, uint32_t* index, std::string* extack) {
+// One link by name (RTM_GETLINK with IFLA_IFNAME: the kernel looks it up, no dump).
+int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string* extack) {
   Builder b(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK);
   ifinfomsg ifi{};
   b.Struct(&ifi, sizeof ifi);
@@ -27,13 +28,8 @@ int LookupIndex(Socket& s, const std::string& name, uint32_t* index, std::string
   std::vector<Message> replies;
   int rc = s.Transact(std::move(b.Bytes()), &replies, extack);
   if (rc < 0) return rc;
-  LinkInfo link;
-  for (const auto& m : replies) {
-    if (ParseLink(m, &link)) {
-      *index = link.index;
-      return 0;
-    }
-  }
+  for (const auto& m : replies)
+    if (ParseLink(m, out)) return 0;
   return -ENODEV;
 }
 
@@ -42,11 +38,13 @@ int ApplyFixups(RunContext& ctx, Request& req, Message* bytes, OpResult* res, Op
   for (const Fixup& fx : req.fixups) {
     uint32_t value = 0;
     if (fx.kind == Fixup::kLink) {
-      int rc = LookupIndex(*ctx.socket, fx.name, &value, &err->extack);
+      LinkInfo found;
+      int rc = GetLinkByName(*ctx.socket, fx.name, &found, &err->extack);
       if (rc < 0) {
         err->context = "look up link " + fx.name + " (" + fx.field + ")";
         return rc;
       }
+      value = found.index;
       if (fx.subject) res->index = value;
     } else {
       OpError open;
@@ -78,18 +76,8 @@ int CreatedLink(RunContext& ctx, const Request& req, const std::vector<Message>&
   for (const auto& m : replies)
     if (ParseLink(m, out)) return 0;
   if (req.echoName.empty()) return -ENODEV;
-  Builder b(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK);
-  ifinfomsg ifi{};
-  b.Struct(&ifi, sizeof ifi);
-  b.Str(IFLA_IFNAME, req.echoName);
-  b.U32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
-  std::vector<Message> answer;
   std::string ignored;
-  int rc = ctx.socket->Transact(std::move(b.Bytes()), &answer, &ignored);
-  if (rc < 0) return rc;
-  for (const auto& m : answer)
-    if (ParseLink(m, out)) return 0;
-  return -ENODEV;
+  return GetLinkByName(*ctx.socket, req.echoName, out, &ignored);
 }
 
 int ReadReplies(RunContext& ctx, const PreparedOp& op, const Request& req, const std::vector<Message>& replies, OpResult* res,
