@@ -21,11 +21,12 @@ export interface PodVeth {
   mtu: number;
 }
 
-/** Steps that make the host end harmless at once; the reaper deletes it with others later. */
-export function retireLink(hostName: string): Op[] {
+/** Actions that make a device harmless at once (down, off its bridge, renamed out of the
+ * way, in the reap group); the reaper deletes it with others later. */
+export function retireLink(name: string): Op[] {
   return [
-    { op: 'link.set', link: hostName, up: false },
-    { op: 'link.set', link: hostName, master: null, group: reapGroup(), name: `kx${randomBytes(5).toString('hex')}` },
+    { op: 'link.set', link: name, up: false },
+    { op: 'link.set', link: name, master: null, group: reapGroup(), name: `kx${randomBytes(5).toString('hex')}` },
   ];
 }
 
@@ -69,7 +70,14 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     ips.push({ address: `${a.address}/${prefix}`, gateway, family: a.family, interface: 1 });
   }
   steps.push(
-    { description: `bring up ${veth.podName}`, netns: ns, do: { op: 'link.set', link: veth.podName, up: true } },
+    {
+      description: `bring up ${veth.podName}`,
+      netns: ns,
+      do: { op: 'link.set', link: veth.podName, up: true },
+      // Detach frees the name at once, so the next sandbox in this netns can take it before
+      // the reaper has deleted the pair.
+      retire: retireLink(veth.podName),
+    },
     { description: 'bring up lo', netns: ns, do: { op: 'link.set', link: 'lo', up: true } },
   );
 

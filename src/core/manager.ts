@@ -113,7 +113,9 @@ export class SandboxManager implements SandboxService {
 
     const netns = this.deps.netns.identify(req.netnsPath);
     for (const other of this.deps.records.values()) {
-      if (other.netns.dev === netns.dev && other.netns.ino === netns.ino) {
+      // nsfs inode numbers are reused once a netns is gone: only a live one is a conflict.
+      const same = other.netns.dev === netns.dev && other.netns.ino === netns.ino;
+      if (same && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
         throw new KnitError('FAILED_PRECONDITION', `netns_path: ${req.netnsPath} is already attached as sandbox ${other.sandboxId}`, {
           field: 'netns_path',
         });

@@ -173,3 +173,15 @@ test.serial('GarbageCollect removes unlisted sandboxes and leaked tagged devices
     execFileSync('ip', ['link', 'del', foreign]);
   }
 });
+
+test.serial('a new sandbox can attach into a netns the moment the previous one detached from it', async (t) => {
+  const p = pod(9);
+  ids.push(`${P}-sb9b`);
+  await d!.call('Attach', attachReq(p.id, p.path));
+  await d!.call('Detach', { sandbox_id: p.id });
+  // No waiting for the reaper: the old pair is already out of the way.
+  const { result } = await d!.call('Attach', attachReq(`${P}-sb9b`, p.path));
+  t.is(result.interfaces.find((i: any) => i.sandbox).name, 'eth0');
+  t.true(pingFrom(p.ns, '10.231.1.1'));
+  await d!.call('Detach', { sandbox_id: `${P}-sb9b` });
+});
