@@ -171,7 +171,15 @@ export async function cleanupDaemon(d: Daemon | undefined, o: { prefix: string }
     const mine = l.ifname === `${o.prefix}br` || sandboxIds.some((id) => l.ifalias?.includes(`sandbox=${id};`));
     if (mine) removeLinkQuietly(l.ifname);
   }
-  if (d) rmSync(d.dir, { recursive: true, force: true });
+  if (d) {
+    // KNI CreateNetwork made the daemon's netns dir a shared bind mount (as `ip netns` does).
+    try {
+      execFileSync('umount', [path.join(d.dir, 'netns')], { stdio: 'ignore' });
+    } catch {
+      /* not a mount point */
+    }
+    rmSync(d.dir, { recursive: true, force: true });
+  }
 }
 
 export function makeNetns(name: string): string {

@@ -1,0 +1,57 @@
+// The KNI proof of concept's client, built from the KNI field list, against a real knit
+// daemon: CreateNetwork pins a real netns, AttachInterface gives it a real interface, and
+// DeleteNetwork removes the netns knit pinned — checked with ip, not only through KNI.
+import test from 'ava';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { kniClient, runKniLifecycle, kniCall } from './kni-client.js';
+import { startDaemon, cleanupDaemon, hostLinks, eventually, type Daemon } from '../helpers/daemon.js';
+
+const P = 'ckn';
+const opts = { prefix: P, subnet: '10.231.8.0/24' };
+let d: Daemon | undefined;
+
+test.before(async () => {
+  d = await startDaemon(opts);
+});
+
+test.after.always(async () => {
+  await cleanupDaemon(d, opts, [`${P}-sb1`, `${P}-sb2`]);
+});
+
+test('KNI Create → Attach → Query → Detach → Delete against the real daemon', async (t) => {
+  const client = kniClient(d!.socket);
+  const prefix = path.join(d!.dir, 'netns');
+  const pod = { name: `${P}-web`, namespace: 'default', uid: `${P}-uid`, id: `${P}-sb1`, netnsPathPrefix: prefix };
+  const r = await runKniLifecycle(client, pod);
+  t.true(r.created.netns_path.startsWith(prefix), r.created.netns_path);
+  const eth0 = r.attached.ipconfigs.eth0;
+  t.truthy(eth0, JSON.stringify(r.attached.ipconfigs));
+  t.regex(eth0.ip[0], /^10\.231\.8\.\d+/);
+  t.regex(eth0.mac, /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+  t.deepEqual(r.queried.ipconfigs.eth0.ip, eth0.ip);
+  t.false(existsSync(r.created.netns_path), 'DeleteNetwork removed the netns knit pinned');
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${pod.id};`)), 'host end reaped');
+  client.close();
+});
+
+test('KNI AttachInterface gives the pod a working interface (checked with ip while attached)', async (t) => {
+  const client = kniClient(d!.socket);
+  const pod = { name: `${P}-db`, namespace: 'default', uid: `${P}-uid2`, id: `${P}-sb2` };
+  const created = await kniCall(client, 'CreateNetwork', { name: pod.name, uid: pod.uid, namespace: pod.namespace, netns_path_prefix: path.join(d!.dir, 'netns') });
+  try {
+    const attached = await kniCall(client, 'AttachInterface', { name: pod.name, id: pod.id, namespace: pod.namespace, isolation: { path: created.netns_path, type: 'Network Namespace' } });
+    const [ip] = attached.ipconfigs.eth0.ip;
+    const { execFileSync } = await import('node:child_process');
+    const out = execFileSync('nsenter', [`--net=${created.netns_path}`, 'ip', '-j', 'addr', 'show', 'eth0'], { encoding: 'utf8' });
+    const eth0 = JSON.parse(out)[0];
+    t.true(eth0.addr_info.some((a: any) => ip.startsWith(a.local)), out);
+    t.is(eth0.address, attached.ipconfigs.eth0.mac);
+    await kniCall(client, 'DetachInterface', { name: pod.name, id: pod.id, namespace: pod.namespace, isolation: { path: created.netns_path } });
+  } finally {
+    await kniCall(client, 'DeleteNetwork', { id: pod.id, name: pod.name, namespace: pod.namespace, netns_path: created.netns_path });
+    client.close();
+  }
+  t.false(existsSync(created.netns_path));
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${pod.id};`)), "host end reaped");
+});
