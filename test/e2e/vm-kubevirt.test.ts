@@ -1,0 +1,141 @@
+// The README's promise for KubeVirt: a real knit daemon attaches a virt-launcher pod netns
+// with runtime kubevirt, and a real QEMU guest (TCG) opens tap0 by name from inside that netns,
+// as libvirt does with <target dev='tap0' managed='no'/>. Masquerade: the guest is 10.0.2.2
+// behind k6t-eth0 and the pod IP's declared port reaches it by DNAT. Bridge: the guest owns the
+// pod IP on the pod's L2 segment. Detach leaves nothing. Prefixes ev3-, ev4-; subnets
+// 10.232.3.0/24, 10.232.4.0/24.
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { Cleanup } from '../fixtures/cleanup.js';
+import { GUEST_HTTP_PORT } from '../fixtures/qemu.js';
+import { startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, hostLinks, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
+import { ip, type Json } from '../helpers/observe.js';
+import { launchVm, vmHandoff } from '../helpers/vm-launcher.js';
+
+/** nft(8) by absolute path: under npm, PATH starts with node_modules/.bin, where an unrelated
+ * `nft` lives. */
+const NFT = '/usr/sbin/nft';
+
+function nftRuleset(ns: string): Json[] {
+  return JSON.parse(execFileSync('ip', ['netns', 'exec', ns, NFT, '-j', 'list', 'ruleset'], { encoding: 'utf8' })).nftables;
+}
+
+async function httpGet(addr: string): Promise<string> {
+  const res = await fetch(`http://${addr}:${GUEST_HTTP_PORT}/`, { signal: AbortSignal.timeout(10_000) });
+  return (await res.text()).trim();
+}
+
+function hostPings(addr: string): boolean {
+  for (let i = 0; i < 5; i++) if (pingFrom(undefined, addr)) return true;
+  return false;
+}
+
+/** Links, nft tables and host links of the sandbox that are still there. */
+function leftovers(ns: string, sandboxId: string): { links: string[]; nft: string[]; host: string[] } {
+  return {
+    links: ip(ns, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => n !== 'lo'),
+    nft: nftRuleset(ns).filter((x) => x.table).map((x) => `${x.table.family} ${x.table.name}`),
+    host: hostLinks().filter((l) => l.ifalias?.includes(`sandbox=${sandboxId};`)).map((l) => l.ifname),
+  };
+}
+const nothingLeft = { links: [], nft: [], host: [] };
+
+async function setup(t: { teardown(fn: () => Promise<void>): void }, prefix: string, subnet: string) {
+  const cleanup = new Cleanup();
+  t.teardown(() => cleanup.run());
+  const opts = { prefix, subnet };
+  const sb = { ns: `${prefix}-vm`, id: `${prefix}-vm`, path: `/run/netns/${prefix}-vm` };
+  let d: Daemon | undefined;
+  cleanup.defer(`stop daemon ${prefix}`, () => cleanupDaemon(d, opts, [sb.id]));
+  d = await startDaemon(opts);
+  makeNetns(sb.ns);
+  cleanup.defer(`remove netns ${sb.ns}`, () => removeNetns(sb.ns));
+  return { cleanup, d, sb };
+}
+
+test.serial('kubevirt masquerade: the guest is 10.0.2.2 behind k6t-eth0; HTTP to the pod IP port 8080 reaches it by DNAT; detach leaves nothing', async (t) => {
+  const { cleanup, d, sb } = await setup(t, 'ev3', '10.232.3.0/24');
+  // As the README shows it: `knit attach --runtime kubevirt ... --json`.
+  const cli = JSON.parse(execFileSync(process.execPath, [
+    CLI, 'attach', '--socket', d.socket, '--id', sb.id, '--netns', sb.path,
+    '--runtime', 'kubevirt', '--if', 'eth0,binding.binding=masquerade,binding.ports=tcp:8080', '--json',
+  ], { encoding: 'utf8' }));
+  const podIp = cli.ips[0].address.split('/')[0];
+  t.regex(cli.ips[0].address, /^10\.232\.3\.\d+\/24$/);
+  const { sandboxId, handoff: h } = vmHandoff(cli);
+  t.like(h, { runtime: 'kubevirt', model: 'masquerade', device: 'tap', name: 'tap0', netns: sb.path, queues: 1, owner: 107, group: 107, podIpsOn: 'pod', bridge: 'k6t-eth0' });
+  t.deepEqual(h.guest.ips, [{ address: '10.0.2.2/24', family: 4, gateway: '10.0.2.1' }]);
+  t.deepEqual(h.guest.routes, [{ dst: '0.0.0.0/0', gateway: '10.0.2.1' }]);
+  t.is((h.libvirt as { target: string }).target, "<target dev='tap0' managed='no'/>");
+
+  // Independent observers: the pod keeps its IP on eth0; tap0 (owned by uid 107) is a port of
+  // k6t-eth0, which holds 10.0.2.1; knit's nat table DNATs tcp/8080 to the guest.
+  t.true(ip(sb.ns, 'addr', 'show', 'dev', 'eth0')[0].addr_info.some((a: Json) => a.local === podIp));
+  const [tap] = ip(sb.ns, 'link', 'show', 'dev', 'tap0');
+  t.is(tap.master, 'k6t-eth0');
+  t.like(tap.linkinfo.info_data, { type: 'tap', user: 107, group: 107 });
+  t.true(ip(sb.ns, 'addr', 'show', 'dev', 'k6t-eth0')[0].addr_info.some((a: Json) => a.local === '10.0.2.1' && a.prefixlen === 24));
+  const ruleset = nftRuleset(sb.ns);
+  t.deepEqual(ruleset.filter((x) => x.table).map((x) => `${x.table.family} ${x.table.name}`), ['ip nat']);
+  const dnat = ruleset.filter((x) => x.rule?.chain === 'KUBEVIRT_PREINBOUND').map((x) => JSON.stringify(x.rule.expr));
+  t.is(dnat.length, 1);
+  t.regex(dnat[0], /"dport".*8080.*"dnat":\{"addr":"10\.0\.2\.2"/);
+
+  const started = Date.now();
+  // libvirt opens the tap by name (managed='no'): so does this launcher.
+  const { guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff: h, by: 'name', name: 'ev3', ping: ['10.232.3.1'] });
+  cleanup.defer('stop guest ev3', () => guest.stop());
+  await guest.waitFor(/KNIT-READY/);
+  t.log(`launch to KNIT-READY: ${Date.now() - started} ms`);
+  t.regex(guest.serial(), new RegExp(`KNIT-LINK eth0 mac=${h.mac} mtu=${h.mtu}`));
+  t.notRegex(guest.serial(), /KNIT-ERROR/);
+
+  // From the host, the pod IP's port 8080 is the guest's httpd (it names its own address).
+  t.is(await httpGet(podIp), 'knit-guest 10.0.2.2');
+  // The guest reaches the host through the masquerade (its source rewritten to the pod IP).
+  const [, verdict] = (await guest.waitFor(/KNIT-PING-(OK|FAIL) /)) as RegExpMatchArray;
+  t.is(verdict, 'OK', `guest could not ping the host gateway:\n${guest.serial().slice(-1500)}`);
+  t.log(`launch to HTTP and ping answered: ${Date.now() - started} ms`);
+  const counted = nftRuleset(sb.ns).find((x) => x.rule?.chain === 'KUBEVIRT_PREINBOUND').rule.expr.find((e: Json) => e.counter).counter;
+  t.true(counted.packets >= 1, 'the DNAT rule counted the HTTP connection');
+
+  await guest.stop();
+  await d.call('Detach', { sandbox_id: sandboxId });
+  await eventually(() => JSON.stringify(leftovers(sb.ns, sandboxId)) === JSON.stringify(nothingLeft) || undefined, 'sandbox emptied').catch(() => undefined);
+  t.deepEqual(leftovers(sb.ns, sandboxId), nothingLeft, 'no nft table, k6t-eth0, tap0 or veth left');
+});
+
+test.serial('kubevirt bridge: the guest owns the pod IP on the pod L2 segment; the host pings it and reaches its httpd; detach leaves nothing', async (t) => {
+  const { cleanup, d, sb } = await setup(t, 'ev4', '10.232.4.0/24');
+  const res = (await d.call('Attach', {
+    sandbox_id: sb.id, netns_path: sb.path, runtime: 'KUBEVIRT', interfaces: [{ name: 'eth0', binding: { binding: 'bridge' } }],
+  })).result;
+  const podIp = res.ips[0].address.split('/')[0];
+  const { sandboxId, handoff: h } = vmHandoff(res);
+  t.like(h, { model: 'bridge', name: 'tap0', podIpsOn: 'guest', bridge: 'k6t-eth0' });
+  t.deepEqual(h.guest.ips, [{ address: res.ips[0].address, family: 4, gateway: '10.232.4.1' }]);
+  // Nothing in the pod netns holds the pod IP: whatever answers on it is the guest.
+  t.false(JSON.stringify(ip(sb.ns, 'addr', 'show')).includes(`"${podIp}"`));
+  t.is(ip(sb.ns, 'link', 'show', 'dev', 'eth0-nic')[0].master, 'k6t-eth0');
+  t.is(ip(sb.ns, 'link', 'show', 'dev', 'tap0')[0].master, 'k6t-eth0');
+
+  const started = Date.now();
+  const { guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff: h, by: 'name', name: 'ev4', ping: ['10.232.4.1'] });
+  cleanup.defer('stop guest ev4', () => guest.stop());
+  await guest.waitFor(/KNIT-READY/);
+  t.log(`launch to KNIT-READY: ${Date.now() - started} ms`);
+  t.regex(guest.serial(), new RegExp(`KNIT-LINK eth0 mac=${h.mac} mtu=${h.mtu}`));
+  t.true(hostPings(podIp), `host could not ping the guest at ${podIp}`);
+  t.is(await httpGet(podIp), `knit-guest ${podIp}`);
+  // The host learnt the pod IP at the guest NIC's MAC.
+  const [neigh] = ip(undefined, 'neigh', 'show', 'to', podIp, 'dev', d.bridge);
+  t.is(neigh?.lladdr, h.mac);
+  const [, verdict] = (await guest.waitFor(/KNIT-PING-(OK|FAIL) /)) as RegExpMatchArray;
+  t.is(verdict, 'OK', `guest could not ping its gateway:\n${guest.serial().slice(-1500)}`);
+  t.log(`launch to pings answered: ${Date.now() - started} ms`);
+
+  await guest.stop();
+  await d.call('Detach', { sandbox_id: sandboxId });
+  await eventually(() => JSON.stringify(leftovers(sb.ns, sandboxId)) === JSON.stringify(nothingLeft) || undefined, 'sandbox emptied').catch(() => undefined);
+  t.deepEqual(leftovers(sb.ns, sandboxId), nothingLeft, 'no k6t-eth0, tap0 or eth0-nic left');
+});
