@@ -196,7 +196,7 @@ export function watchEventToWire(e: WatchEvent): object {
     case 'detach':
       return { sandbox: { type: e.type, sandbox_id: e.sandboxId, result: e.result ? resultToWire(e.result) : null } };
     case 'link':
-      return { link: { netns: e.netns ?? '', name: e.name, index: e.index, up: e.up, removed: e.removed } };
+      return { link: { netns: e.netns ?? '', name: e.name, index: e.index, up: e.up, removed: e.removed, sandbox_id: e.sandboxId ?? '' } };
     case 'address':
       return { address: { netns: e.netns ?? '', index: e.index, address: e.address, removed: e.removed } };
   }

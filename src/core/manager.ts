@@ -2,7 +2,7 @@
 // rollback on failure, detach that answers before the kernel's slow deletes.
 import { EventEmitter } from 'node:events';
 import type { Op, OpResult } from '../net/ops.js';
-import type { InterfaceInput, NetworkSpec, Strategy } from '../../runtimes/types.js';
+import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
 import { KnitError, CniCode } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, type ActionRunner, type Failpoint } from './executor.js';
@@ -50,8 +50,8 @@ export interface ManagerHooks {
   /** Crash tests: fire before this step of every attach / this inverse of every detach. */
   attachFailpoint?: Failpoint;
   detachFailpoint?: Failpoint;
-  onAttach?(ms: number, error?: KnitError): void;
-  onDetach?(ms: number, error?: KnitError): void;
+  onAttach?(sandboxId: string, ms: number, error?: KnitError): void;
+  onDetach?(sandboxId: string, ms: number, error?: KnitError): void;
 }
 
 export interface ManagerDeps {
@@ -69,6 +69,8 @@ export interface ManagerDeps {
   /** VM hand-off by fd: adds fresh one-time tokens to answers; forgets them on detach. */
   handoff?: { decorate(result: AttachResult): AttachResult; forget(sandboxId: string): void };
   hooks?: ManagerHooks;
+  /** sysfs root for device attachments (config sysfsRoot; default '/sys'). */
+  sysfsRoot?: () => string;
 }
 
 const sameRequest = (a: AttachRequest, b: AttachRequest) =>
@@ -76,6 +78,8 @@ const sameRequest = (a: AttachRequest, b: AttachRequest) =>
 
 export class SandboxManager implements SandboxService {
   private readonly locks = new KeyedLock();
+  /** Per PCI device (taken by strategies' prepare): one attach at a time may claim a device. */
+  private readonly deviceLocks = new KeyedLock();
   private readonly events = new EventEmitter();
 
   constructor(private readonly deps: ManagerDeps) {
@@ -88,11 +92,11 @@ export class SandboxManager implements SandboxService {
     const started = performance.now();
     try {
       const result = await this.locks.run(req.sandboxId, () => this.attachLocked(req));
-      this.deps.hooks?.onAttach?.(performance.now() - started);
+      this.deps.hooks?.onAttach?.(req.sandboxId, performance.now() - started);
       return this.deps.handoff?.decorate(result) ?? result;
     } catch (err) {
       const e = asKnitError(err);
-      this.deps.hooks?.onAttach?.(performance.now() - started, e);
+      this.deps.hooks?.onAttach?.(req.sandboxId, performance.now() - started, e);
       throw e;
     }
   }
@@ -130,7 +134,25 @@ export class SandboxManager implements SandboxService {
       throw err;
     }
 
-    const { steps, result } = this.buildPlan(strategy, req, networks, allocations);
+    const holds = this.deviceHolds(req.sandboxId);
+    try {
+      return await this.planAndRun(req, strategy, networks, netns, allocations, holds.ctx);
+    } finally {
+      holds.release();
+    }
+  }
+
+  private async planAndRun(
+    req: AttachRequest, strategy: Strategy, networks: NetworkSpec[], netns: NetnsIdentity, allocations: InterfaceAllocation[], ctx: PrepareContext,
+  ): Promise<AttachResult> {
+    let built;
+    try {
+      built = await this.buildPlan(strategy, req, networks, allocations, ctx);
+    } catch (err) {
+      releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
+      throw err;
+    }
+    const { steps, result } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
       version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result, createdAt: now, updatedAt: now,
@@ -168,18 +190,47 @@ export class SandboxManager implements SandboxService {
     return net;
   }
 
-  private buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[]) {
+  /** What prepare() may use during one attach; release() drops the device locks it took. */
+  private deviceHolds(sandboxId: string, readOnly = false): { ctx: PrepareContext; release(): void } {
+    const held = new Map<string, () => void>();
+    const ctx: PrepareContext = {
+      runOps: (ns, ops) => this.deps.runner.runOps(ns, ops),
+      sysfsRoot: this.deps.sysfsRoot?.() ?? '/sys',
+      holderOf: (pciAddress) => {
+        for (const r of this.deps.records.values()) {
+          if (r.sandboxId !== sandboxId && r.result.interfaces.some((i) => i.pciId === pciAddress)) return r.sandboxId;
+        }
+        return undefined;
+      },
+      lock: async (key) => {
+        if (held.has(key)) return false;
+        held.set(key, () => undefined);
+        if (readOnly) return true;
+        await new Promise<void>((acquired) => {
+          void this.deviceLocks.run(key, () => new Promise<void>((done) => {
+            held.set(key, done);
+            acquired();
+          }));
+        });
+        return true;
+      },
+    };
+    return { ctx, release: () => held.forEach((done) => done()) };
+  }
+
+  private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
     const steps: Step[] = [];
     const result: AttachResult = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, runtime: req.runtime, interfaces: [], ips: [], routes: [], dns: req.dns };
-    req.interfaces.forEach((iface, i) => {
+    for (const [i, iface] of req.interfaces.entries()) {
       const input: InterfaceInput = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, request: req, iface, network: networks[i], addresses: allocations[i].addresses };
+      if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
       const plan = strategy.planInterface(input);
       const offset = result.interfaces.length;
       steps.push(...plan.steps);
       result.interfaces.push(...plan.interfaces);
       result.ips.push(...plan.ips.map((ip) => ({ ...ip, interface: ip.interface + offset })));
       result.routes.push(...plan.routes);
-    });
+    }
     return { steps, result };
   }
 
@@ -198,10 +249,10 @@ export class SandboxManager implements SandboxService {
     const started = performance.now();
     try {
       await this.locks.run(sandboxId, () => this.detachLocked(sandboxId));
-      this.deps.hooks?.onDetach?.(performance.now() - started);
+      this.deps.hooks?.onDetach?.(sandboxId, performance.now() - started);
     } catch (err) {
       const e = asKnitError(err);
-      this.deps.hooks?.onDetach?.(performance.now() - started, e);
+      this.deps.hooks?.onDetach?.(sandboxId, performance.now() - started, e);
       throw e;
     }
   }
@@ -296,7 +347,7 @@ export class SandboxManager implements SandboxService {
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
-    const { steps } = this.buildPlan(strategy, req, networks, allocations);
+    const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceHolds(req.sandboxId, true).ctx);
     return { steps: steps.map((s) => ({ description: s.description, netns: s.netns, op: s.do, undo: s.undo })) };
   }
 

@@ -125,7 +125,7 @@ export interface NodeStatus {
 
 export type WatchEvent =
   | { type: 'attach' | 'detach'; sandboxId: string; result?: AttachResult }
-  | { type: 'link'; netns?: string; name: string; index: number; up: boolean; removed: boolean }
+  | { type: 'link'; sandboxId?: string; netns?: string; name: string; index: number; up: boolean; removed: boolean }
   | { type: 'address'; netns?: string; index: number; address: string; removed: boolean };
 
 export interface Extension {

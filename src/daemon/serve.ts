@@ -26,6 +26,7 @@ import { KnitMetrics, startMetricsServer } from './metrics.js';
 import { failpointsFromEnv } from './failpoints.js';
 import { NetnsChecker } from './netns-checker.js';
 import { HandoffTokens, startHandoffServer } from './handoff.js';
+import { publishLinkEvents } from './link-events.js';
 
 export interface ServeOptions {
   config?: string;
@@ -69,13 +70,19 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const metrics = new KnitMetrics();
   const hooks: ManagerHooks = {
     ...failpointsFromEnv(process.env, log),
-    onAttach: (ms, err) => {
+    onAttach: (sandboxId, ms, err) => {
       metrics.attachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
-      if (err) metrics.errors.inc({ rpc: 'attach', code: err.code });
+      if (err) {
+        metrics.errors.inc({ rpc: 'attach', code: err.code });
+        log.warn({ sandboxId, ms, code: err.code, err: err.message }, 'attach failed');
+      } else log.info({ sandboxId, ms }, 'attached');
     },
-    onDetach: (ms, err) => {
+    onDetach: (sandboxId, ms, err) => {
       metrics.detachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
-      if (err) metrics.errors.inc({ rpc: 'detach', code: err.code });
+      if (err) {
+        metrics.errors.inc({ rpc: 'detach', code: err.code });
+        log.warn({ sandboxId, ms, code: err.code, err: err.message }, 'detach failed');
+      } else log.info({ sandboxId, ms }, 'detached');
     },
   };
   const tokens = new HandoffTokens(config.handoffSocket);
@@ -93,6 +100,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     reaper,
     handoff: tokens,
     hooks,
+    sysfsRoot: () => config.sysfsRoot,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
   for (const net of config.networks) {
@@ -104,6 +112,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     }
   }
 
+  const stopLinkEvents = publishLinkEvents(manager, records, log);
   const created = new Set<string>();
   const api = await startApiServer({
     socketPath: config.socket,
@@ -150,6 +159,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.once('SIGINT', () => stop('SIGINT'));
   });
   stopWatch();
+  stopLinkEvents();
   await api.close();
   await handoff.close();
   metricsServer?.close();

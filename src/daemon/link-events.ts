@@ -1,0 +1,35 @@
+// Watch's link events: the host ends of attached sandboxes going up, down or away, from an
+// rtnetlink monitor in the daemon's netns. Only devices a record owns are reported.
+import { Monitor, type LinkEvent } from '../net/monitor.js';
+import { ownedHostDevices, type SandboxRecord } from '../core/record.js';
+import type { SandboxManager } from '../core/manager.js';
+
+export function publishLinkEvents(
+  manager: SandboxManager,
+  records: { values(): Iterable<SandboxRecord> },
+  log: { warn(o: object, m: string): void },
+): () => void {
+  // name -> sandbox id, kept in step with attach/detach instead of scanning records per event.
+  const owners = new Map<string, string>();
+  for (const r of records.values()) for (const n of ownedHostDevices(r)) owners.set(n, r.sandboxId);
+  const unwatch = manager.watch((e) => {
+    if (e.type === 'attach' && e.result) for (const i of e.result.interfaces) if (!i.sandbox) owners.set(i.name, e.sandboxId);
+    if (e.type === 'detach') for (const [n, id] of owners) if (id === e.sandboxId) owners.delete(n);
+  });
+  let monitor: Monitor | undefined;
+  try {
+    monitor = new Monitor(undefined, ['link']);
+    monitor.unref();
+    monitor.on('link', (l: LinkEvent) => {
+      const sandboxId = owners.get(l.name);
+      if (sandboxId) manager.publish({ type: 'link', sandboxId, name: l.name, index: l.index, up: l.up, removed: l.removed });
+    });
+    monitor.on('overrun', () => log.warn({}, 'link monitor overrun: some link events were lost'));
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'no link events for Watch');
+  }
+  return () => {
+    unwatch();
+    monitor?.close();
+  };
+}
