@@ -177,11 +177,12 @@ test.serial('kata tcfilter, tap by fd: two queue fds from the hand-off socket bo
   t.is(await guestHttp(guestIp), `knit-guest ${guestIp}`);
   t.log(`launch to host ping answered: ${Date.now() - started} ms`);
 
-  // A Query answer mints a fresh token: a restarted launcher can ask again (Python client).
+  // A Query answer mints a fresh token: a restarted launcher can ask again (Python client),
+  // naming the tap itself this time.
   const q = await d.call('Query', { sandbox_id: sandboxId });
   const again = vmHandoff(q.sandbox.result).handoff;
   t.not(again.token, h.token);
-  t.deepEqual(pythonRequest(h.fdSocket!, req(again.token!)), { reply: { ok: true, name: 'tap0_kata', queues: 2, flags: h.flags }, iff: ['tap0_kata', 'tap0_kata'] });
+  t.deepEqual(pythonRequest(h.fdSocket!, { ...req(again.token!), interface: 'tap0_kata' }), { reply: { ok: true, name: 'tap0_kata', queues: 2, flags: h.flags }, iff: ['tap0_kata', 'tap0_kata'] });
 
   await guest.stop();
   await d.call('Detach', { sandbox_id: sandboxId });
