@@ -1,7 +1,7 @@
 // knit over gRPC, client-observed: the daemon runs as a child process with a temporary config
 // and socket; each attach is one Attach RPC and each detach one Detach RPC from a grpc-js client
 // (the clock runs around the call, so the transport is included: compare with the grpc row).
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -43,11 +43,13 @@ export class KnitContender implements Contender {
   private client?: grpc.Client;
   private net?: BenchNetwork;
   private prefix = '';
+  private scratch = '';
   private reapGroup = 0;
 
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
     this.prefix = ctx.prefix;
+    this.scratch = ctx.scratch;
     // the daemon runs as instance <prefix> (config below), so no other knit daemon on this
     // host (tests, the real one) sweeps or reaps its devices; its reap group follows the name
     setInstance(ctx.prefix);
@@ -96,6 +98,7 @@ export class KnitContender implements Contender {
     await this.daemon?.stop();
     // the daemon made the bridge from its config; like CNI it leaves it when stopping
     if (this.net) await ipBatch([`link del ${this.net.bridge}`], undefined, true);
+    rmSync(benchRunDir({ scratch: this.scratch, prefix: this.prefix }), { recursive: true, force: true });
   }
 
   private unary(method: string, req: object, sb?: Sandbox): Promise<unknown> {
@@ -108,12 +111,19 @@ export class KnitContender implements Contender {
   }
 }
 
+/** Where the daemon keeps its sandbox records. knit's default runDir is /run/knit, and /run is a
+ * tmpfs on a systemd node; this VM's /run sits on its disk, so the bench puts the records on
+ * /dev/shm (a tmpfs) to measure what a node sees. KNIT_BENCH_RUNDIR=disk measures the disk. */
+export function benchRunDir(ctx: { scratch: string; prefix: string }): string {
+  return process.env.KNIT_BENCH_RUNDIR === 'disk' ? path.join(ctx.scratch, 'run') : path.join('/dev/shm', `${ctx.prefix}-knit-run`);
+}
+
 /** A config with everything in the contender's scratch dir and one bridge network. */
 function daemonConfig(ctx: SetupContext, socket: string): object {
   const net = ctx.network;
   return {
     socket,
-    runDir: path.join(ctx.scratch, 'run'),
+    runDir: benchRunDir(ctx),
     stateDir: path.join(ctx.scratch, 'state'),
     netnsDir: path.join(ctx.scratch, 'netns'),
     handoffSocket: path.join(ctx.scratch, 'handoff.sock'),

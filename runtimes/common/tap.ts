@@ -12,8 +12,9 @@ export const IFF_MULTI_QUEUE = 0x0100;
 export const IFF_NO_PI = 0x1000;
 export const IFF_VNET_HDR = 0x4000;
 
-/** Queue pairs above this are refused by the kernel (MAX_TAP_QUEUES) and KubeVirt caps there. */
-export const MAX_QUEUES = 256;
+/** The kernel takes up to 256 queues (MAX_TAP_QUEUES), but the fd hand-off passes every queue
+ * in one SCM_RIGHTS message, which carries at most 253 fds (SCM_MAX_FD). */
+export const MAX_QUEUES = 253;
 
 export type TapFlags = { flags: string; flagsValue: number };
 

@@ -15,7 +15,9 @@ export function plain(v: unknown): unknown {
   if (!v || typeof v !== 'object') return v;
   const o = v as Record<string, unknown>;
   if (isStruct(o)) return structToJson(o);
-  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, plain(x)]));
+  // proto-loader's oneofs option adds a "_field" key naming the set member of each optional
+  // field: loader bookkeeping, not part of the answer.
+  return Object.fromEntries(Object.entries(o).filter(([k]) => !k.startsWith('_')).map(([k, x]) => [k, plain(x)]));
 }
 
 function isStruct(o: Record<string, unknown>): o is { fields: Record<string, Record<string, unknown>> } {

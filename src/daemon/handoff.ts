@@ -38,7 +38,8 @@ export class HandoffTokens {
     return { ...result, interfaces };
   }
 
-  /** True once for a valid token; the token is spent either way. */
+  /** True once for a valid token, which is then spent. A wrong guess spends nothing, so a
+   * prober cannot lock the rightful launcher out. */
   redeem(sandboxId: string, ifname: string, token: string): boolean {
     const k = key(sandboxId, ifname);
     const minted = this.tokens.get(k);
@@ -98,7 +99,7 @@ export async function startHandoffServer(o: HandoffServerOptions): Promise<{ clo
     }
     const rec = o.records.get(id);
     const tap = rec?.state === 'attached' ? findTap(rec, ifname) : undefined;
-    // The token is checked first and spent either way, so probing names learns nothing.
+    // The token is checked before anything else is said, so probing names learns nothing.
     if (!o.tokens.redeem(id, tap?.name ?? ifname, token) || !rec || !tap) {
       throw new Error(`no valid token for sandbox ${id} interface ${ifname} (tokens are one-time and expire ${TOKEN_TTL_MS / 1000} s after Attach)`);
     }
