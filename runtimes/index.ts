@@ -5,11 +5,13 @@ import type { Strategy } from './types.js';
 import { runcStrategy } from './runc/index.js';
 import { kataStrategy } from './kata/index.js';
 import { kubevirtStrategy } from './kubevirt/index.js';
+import { withDevices } from './device/index.js';
 
+/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/device) on any interface. */
 export const strategies: Record<RuntimeKind, Strategy> = {
-  runc: runcStrategy,
-  kata: kataStrategy,
-  kubevirt: kubevirtStrategy,
+  runc: withDevices(runcStrategy),
+  kata: withDevices(kataStrategy),
+  kubevirt: withDevices(kubevirtStrategy),
 };
 
 export { runcStrategy, kataStrategy, kubevirtStrategy };

@@ -3,6 +3,7 @@
 // build it and the result a launcher or kubelet needs. Strategies compute; they never run.
 import type { AttachRequest, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
 import type { Step } from '../src/core/plan.js';
+import type { Op, OpResult } from '../src/net/ops.js';
 
 export interface NetworkSpec {
   name: string;
@@ -31,6 +32,8 @@ export interface InterfaceInput {
   iface: InterfaceRequest;
   network: NetworkSpec;
   addresses: Allocation[];
+  /** What this strategy's prepare() answered for this interface (device strategies). */
+  prepared?: unknown;
 }
 
 export interface PlannedIp {
@@ -48,7 +51,23 @@ export interface InterfacePlan {
   routes: ResultRoute[];
 }
 
+/** What core lends prepare(): reads, the node's settings, and device ownership. */
+export interface PrepareContext {
+  /** Reads in the host netns (or another), e.g. link.get with vfs. */
+  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  /** sysfs root from the config ('/sys'). */
+  sysfsRoot: string;
+  /** The sandbox (not this one) whose record holds this PCI device, if any. */
+  holderOf(pciAddress: string): string | undefined;
+  /** Takes the node-wide lock on key until this attach ends (recorded or rolled back);
+   * false when this attach already holds it (a request naming one device twice). */
+  lock(key: string): Promise<boolean>;
+}
+
 export interface Strategy {
   runtime: RuntimeKind;
+  /** Optional: the reads a plan needs (a device's original state), awaited before
+   * planInterface; the answer reaches planInterface as input.prepared. Changes nothing. */
+  prepare?(input: InterfaceInput, ctx: PrepareContext): Promise<unknown>;
   planInterface(input: InterfaceInput): InterfacePlan;
 }

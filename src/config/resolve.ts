@@ -50,6 +50,8 @@ export interface KnitConfig {
   handoffSocket: string;
   /** Prefix of alias tags and seed of the reap group: see schema.ts. */
   instance: string;
+  /** sysfs for device attachments (schema.ts). */
+  sysfsRoot: string;
   defaultNetwork: string;
   networks: NetworkConfig[];
 }

@@ -108,6 +108,9 @@ export const configSchema = z.strictObject({
   /** Names this daemon's objects (alias tags "<instance>:...", its reap group). Keep the
    * default unless several daemons share one host, as tests do: each sees only its own. */
   instance: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'must be 1-32 of a-z, 0-9, "-"').default('knit'),
+  /** Where SR-IOV / VFIO / RDMA devices are read and rebound. Only tests point it elsewhere
+   * (a simulated tree: this machine has no SR-IOV hardware). */
+  sysfsRoot: absolutePath.default('/sys'),
   // prefault: the default goes through the schema, so its own defaults (mtu, routes...) apply.
   networks: z.array(networkSchema).min(1).prefault(() => [{ name: 'knit0', mode: 'bridge', bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });

@@ -1,7 +1,7 @@
 // A plan is the ordered list of kernel changes one attach makes, each with its inverse. It is
 // plain data: the journal stores it before the first step runs, `knit plan` prints it, and
 // recovery after a crash replays the inverses without the strategy that made it.
-import type { HostAction, Op } from '../net/ops.js';
+import { DEVICE_ACTION_OPS, type HostAction, type Op } from '../net/ops.js';
 
 export type { HostAction };
 
@@ -21,7 +21,7 @@ export interface Step {
 }
 
 export const isHostAction = (a: StepAction): a is HostAction =>
-  a.op === 'nft.apply' || a.op === 'nft.delete' || a.op === 'file.write' || a.op === 'file.remove';
+  a.op === 'nft.apply' || a.op === 'nft.delete' || a.op === 'file.write' || a.op === 'file.remove' || DEVICE_ACTION_OPS.has(a.op);
 
 /** Marks an inverse as tolerant: inverses run after crashes and after a netns died, when the
  * object may already be gone; every action that can find nothing accepts ignoreMissing. */

@@ -5,6 +5,8 @@ import { execFile } from 'node:child_process';
 import { unlink } from 'node:fs/promises';
 import type { HostAction } from './ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
+import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
+import { withHandle } from './handle.js';
 
 
 // Absolute paths: under npm, PATH starts with node_modules/.bin, where "nft" is an unrelated
@@ -47,6 +49,10 @@ export async function runHostAction(netns: string | undefined, a: HostAction): P
       } catch (err) {
         if (!(a.ignoreMissing && (err as NodeJS.ErrnoException).code === 'ENOENT')) throw err;
       }
+      return;
+    default:
+      // SR-IOV / VFIO / RDMA device actions (src/devices/actions.ts).
+      return runDeviceAction(netns, a, defaultDeviceEnv((ns, ops) => withHandle(ns, (h) => h.run(ops))));
   }
 }
 

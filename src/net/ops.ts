@@ -204,7 +204,36 @@ export interface NftDeleteAction { op: 'nft.delete'; family: 'inet' | 'ip' | 'ip
 export interface FileWriteAction { op: 'file.write'; path: string; content: string; mode?: number }
 export interface FileRemoveAction { op: 'file.remove'; path: string; ignoreMissing?: boolean }
 
-export type HostAction = NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction;
+// Device actions (src/devices/actions.ts): sysfs writes, read-backs and the RDMA tool. sysfsRoot
+// is recorded with the action so recovery writes where the attach wrote (default /sys).
+
+/** Bind a PCI function to vfio-pci (driver_override + drivers_probe), refusing a non-viable
+ * IOMMU group; fails if its driver is no longer originalDriver or its group not iommuGroup. */
+export interface VfioBindAction { op: 'vfio.bind'; pciAddress: string; originalDriver?: string; iommuGroup: number; sysfsRoot?: string }
+/** Unbind from vfio-pci, clear the override, rebind originalDriver (none: leave it unbound). */
+export interface VfioRestoreAction { op: 'vfio.restore'; pciAddress: string; originalDriver?: string; sysfsRoot?: string }
+/** Read the PF's VF list until VF `vf` reports admin MAC `mac` (some drivers apply it late). */
+export interface VfCheckMacAction { op: 'vf.checkMac'; link: LinkRef; vf: number; mac: string }
+/** The PCI device's netdev in the host netns is still `netdev` (what the plan was made from). */
+export interface DeviceClaimAction { op: 'device.claim'; pciAddress: string; netdev: string; sysfsRoot?: string }
+/** Find the PCI device's netdev in the host netns by its sysfs net/ dir, whatever its name now
+ * (dev<ifindex> after its netns died), and give it back this name, MAC, MTU and up state. */
+export interface DeviceReturnAction {
+  op: 'device.return'; pciAddress: string; name: string; mac?: string; mtu?: number; up: boolean; sysfsRoot?: string;
+}
+/** Move RDMA device `device` from the step's netns to `to` (absent: the daemon's netns). */
+export interface RdmaMoveAction { op: 'rdma.move'; device: string; to?: string }
+/** RDMA device `device` is visible in the step's netns. */
+export interface RdmaPresentAction { op: 'rdma.present'; device: string }
+
+export type DeviceAction =
+  | VfioBindAction | VfioRestoreAction | VfCheckMacAction | DeviceClaimAction | DeviceReturnAction | RdmaMoveAction | RdmaPresentAction;
+
+export const DEVICE_ACTION_OPS: ReadonlySet<string> = new Set<DeviceAction['op']>([
+  'vfio.bind', 'vfio.restore', 'vf.checkMac', 'device.claim', 'device.return', 'rdma.move', 'rdma.present',
+]);
+
+export type HostAction = NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction;
 
 // ---- what ops return -------------------------------------------------------------------
 

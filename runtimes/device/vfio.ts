@@ -1,0 +1,61 @@
+// vfio mode: the PCI function goes to a VM whole. Nothing enters the sandbox netns; knit sets
+// the PF side (the guest owns the VF, so its MAC and VLAN can only be set from the PF), binds
+// the function to vfio-pci and answers with what the VMM opens (/dev/vfio/<group> and
+// /dev/vfio/vfio) and what the guest should configure.
+//
+//   PF side       vf.set on the PF (+ MAC read-back)      undo: vf.set with the recorded values
+//   claim         (when it has a netdev) still <name>     undo: device.return — the netdev comes
+//                                                           back when the driver rebinds; udev may
+//                                                           name it anew, so find it by address
+//   bind          driver_override + drivers_probe         undo: unbind, clear the override,
+//                                                           bind the recorded driver
+import type { Step } from '../../src/core/plan.js';
+import type { VfioBindAction, VfioRestoreAction } from '../../src/net/ops.js';
+import { guestConfigFrom } from '../common/guest-config.js';
+import type { InterfaceInput, InterfacePlan } from '../types.js';
+import { vfioHandoff } from './handoff.js';
+import { deviceL3 } from './l3.js';
+import { claimStep } from './netdev.js';
+import { pfSideSteps } from './pf-side.js';
+import type { PreparedDevice } from './prepared.js';
+
+export function planVfio(input: InterfaceInput, d: PreparedDevice): InterfacePlan {
+  const p = d.ref.parameters;
+  const root = d.sysfsRoot === '/sys' ? {} : { sysfsRoot: d.sysfsRoot };
+  const driver = d.driver ? { originalDriver: d.driver } : {};
+  const bind: VfioBindAction = { op: 'vfio.bind', pciAddress: d.pciAddress, iommuGroup: d.iommuGroup!, ...driver, ...root };
+  const restore: VfioRestoreAction = { op: 'vfio.restore', pciAddress: d.pciAddress, ...driver, ...root };
+  const steps: Step[] = [
+    ...pfSideSteps(d),
+    ...(d.netdev ? [claimStep(d)] : []),
+    { description: `bind ${d.pciAddress} to vfio-pci (IOMMU group ${d.iommuGroup})`, do: bind, undo: restore },
+  ];
+
+  // The L3 a netdev would get, handed to the guest instead of configured anywhere by knit.
+  const name = input.iface.name;
+  const l3 = deviceL3(input, d, name);
+  const mac = p.mac ?? d.vf?.pfSide?.mac ?? d.netdev?.mac ?? '';
+  const guest = guestConfigFrom([...l3.addressSteps, ...l3.routeSteps], l3.ips, {
+    name,
+    mac: mac === '00:00:00:00:00:00' ? (d.netdev?.mac ?? '') : mac,
+    mtu: p.mtu ?? input.iface.mtu ?? d.netdev?.mtu ?? 1500,
+    ...(input.request.dns ? { dns: input.request.dns } : {}),
+    delivery: input.request.runtime === 'kata' ? 'dan' : 'agent',
+  });
+  const networkData = { interfaceName: name, ips: l3.ips.map((ip) => ip.address), hardwareAddress: guest.mac };
+  return {
+    steps,
+    interfaces: [
+      {
+        name,
+        kind: 'vfio',
+        ...(guest.mac ? { mac: guest.mac } : {}),
+        mtu: guest.mtu,
+        pciId: d.pciAddress,
+        handoff: vfioHandoff(input.request.runtime, d, guest, networkData),
+      },
+    ],
+    ips: l3.ips,
+    routes: l3.routes,
+  };
+}
