@@ -9,7 +9,7 @@
 import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { KnitError } from '../core/errors.js';
-import { atomicWriteFile, fsyncDir, removeFile, TMP_SUFFIX } from './atomic.js';
+import { atomicWriteFile, atomicWriteFileSync, fsyncDir, onTmpfs, removeFile, removeFileSync, TMP_SUFFIX } from './atomic.js';
 import { fileNameOf, idOfFileName } from './file-names.js';
 
 /** Any validator with zod's safeParse shape (a zod schema is one). */
@@ -38,6 +38,8 @@ export class RecordStore<T> {
   /** Per-id tail of pending writes: each write starts after the previous one for that id. */
   private readonly chains = new Map<string, Promise<void>>();
   private readonly found: StoreProblem[] = [];
+  /** On tmpfs the writes are cheaper done synchronously (see onTmpfs). */
+  private inMemory = false;
 
   private constructor(
     readonly dir: string,
@@ -56,6 +58,7 @@ export class RecordStore<T> {
       options.onProblem?.(problem);
     };
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    store.inMemory = onTmpfs(dir);
     const entries = await readdir(dir, { withFileTypes: true });
     let removedTmp = false;
     const load = async (entry: (typeof entries)[number]) => {
@@ -125,7 +128,8 @@ export class RecordStore<T> {
       return Promise.reject(err);
     }
     return this.enqueue(id, async () => {
-      await atomicWriteFile(file, text);
+      if (this.inMemory) atomicWriteFileSync(file, text);
+      else await atomicWriteFile(file, text);
       this.docs.set(id, stored);
     });
   }
@@ -139,7 +143,8 @@ export class RecordStore<T> {
       return Promise.reject(err);
     }
     return this.enqueue(id, async () => {
-      await removeFile(file);
+      if (this.inMemory) removeFileSync(file);
+      else await removeFile(file);
       this.docs.delete(id);
     });
   }
