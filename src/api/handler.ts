@@ -18,7 +18,25 @@ export function unary<Req, Res>(
     }
     pending.then(
       (res) => callback(null, res),
-      (err) => callback(toServiceError(err, log, rpc)),
+      (err) => callback(toServiceError(err, withSandbox(log, sandboxOf(call.request)), rpc)),
     );
+  };
+}
+
+/** The sandbox a request is about (knit: sandbox_id, KNI: id), so a failure's log line says which. */
+function sandboxOf(req: unknown): string | undefined {
+  const r = req as { sandbox_id?: unknown; id?: unknown; attach?: { sandbox_id?: unknown } } | null;
+  const id = r?.sandbox_id ?? r?.id ?? r?.attach?.sandbox_id;
+  return typeof id === 'string' && id ? id : undefined;
+}
+
+function withSandbox(log: Logger, sandboxId: string | undefined): Logger {
+  if (!sandboxId) return log;
+  const add = (o: object) => ({ sandboxId, ...o });
+  return {
+    debug: (o, m) => log.debug(add(o), m),
+    info: (o, m) => log.info(add(o), m),
+    warn: (o, m) => log.warn(add(o), m),
+    error: (o, m) => log.error(add(o), m),
   };
 }
