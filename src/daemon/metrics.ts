@@ -22,9 +22,17 @@ export class Counter extends Metric {
 
 export class Gauge extends Metric {
   private readonly values = new Map<string, () => number>();
+  private readonly families: (() => { labels: Labels; value: number }[])[] = [];
   constructor(name: string, help: string) { super(name, help, 'gauge'); }
   set(labels: Labels, fn: () => number) { this.values.set(key(labels), fn); }
-  lines() { return [...this.values].map(([k, fn]) => `${this.name}${k ? `{${k}}` : ''} ${fn()}`); }
+  /** Series whose label sets change at run time (one per network, and a reload changes the
+   * networks): fn is asked for all of them at each scrape. */
+  setEach(fn: () => { labels: Labels; value: number }[]) { this.families.push(fn); }
+  lines() {
+    const fixed = [...this.values].map(([k, fn]) => [k, fn()] as const);
+    const dynamic = this.families.flatMap((fn) => fn().map((s) => [key(s.labels), s.value] as const));
+    return [...fixed, ...dynamic].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${v}`);
+  }
 }
 
 export class Histogram extends Metric {
@@ -74,7 +82,15 @@ export function startMetricsServer(address: string, metrics: KnitMetrics, ready:
   const port = Number(address.slice(at + 1));
   const server = http.createServer((req, res) => {
     if (req.url === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render());
+      // A throw here would be an uncaught exception: a scrape must never take the daemon down.
+      let text: string;
+      try {
+        text = metrics.render();
+      } catch (err) {
+        res.writeHead(500).end(`${(err as Error).message}\n`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text);
     } else if (req.url === '/healthz') {
       res.writeHead(200).end('ok\n');
     } else if (req.url === '/readyz') {
