@@ -103,14 +103,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
     sysfsRoot: () => config.sysfsRoot,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
-  for (const net of config.networks) {
-    for (const family of [4, 6] as const) {
-      const usage = () => ipam.usage(net.name).find((p) => p.family === family);
-      if (!usage()) continue;
-      metrics.poolUsed.set({ network: net.name, family: String(family) }, () => usage()?.used ?? 0);
-      metrics.poolSize.set({ network: net.name, family: String(family) }, () => usage()?.size ?? 0);
-    }
-  }
+  // The pools IPAM has now: a config reload adds and removes networks.
+  const pools = () => ipam.networks().flatMap((network) => ipam.usage(network).map((p) => ({ p, labels: { network, family: String(p.family) } })));
+  metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
+  metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
   const stopLinkEvents = publishLinkEvents(manager, records, log);
   const created = new Set<string>();
