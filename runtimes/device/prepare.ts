@@ -73,6 +73,9 @@ async function captureNetdev(ctx: PrepareContext, dev: PciNetDevice, prepared: P
   if (!sysfsNetdev) return;
   const link = await getLink(ctx, undefined, sysfsNetdev.name);
   if (!link) throw precondition(field, `sysfs lists netdev ${sysfsNetdev.name} for ${dev.pciAddress}, but the host netns has no such link`);
+  if (sysfsNetdev.ifindex !== undefined && sysfsNetdev.ifindex !== link.index) {
+    throw precondition(field, `${link.name} in the host netns is ifindex ${link.index}, but the netdev ${link.name} of ${dev.pciAddress} is ifindex ${sysfsNetdev.ifindex}: not the same device`);
+  }
   if (link.master !== undefined) {
     throw precondition(field, `${link.name} (${dev.pciAddress}) is enslaved to another device (ifindex ${link.master}) in the host; knit does not take devices the host uses`);
   }

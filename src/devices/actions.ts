@@ -52,12 +52,16 @@ export async function runDeviceAction(netns: string | undefined, a: DeviceAction
     case 'vf.checkMac':
       return checkVfMac(netns, a.link, a.vf, a.mac, env);
     case 'device.claim': {
-      const names = await env.sysfs(a.sysfsRoot ?? '/sys').list(netDir(a.pciAddress));
+      const sysfs = env.sysfs(a.sysfsRoot ?? '/sys');
+      const names = await sysfs.list(netDir(a.pciAddress));
       if (!names.includes(a.netdev)) {
         throw precondition(
           `${a.pciAddress}: its netdev in the host netns is ${names.length ? names.join(', ') : 'gone'}, not ${a.netdev} as when the plan was made`,
         );
       }
+      const link = await getLink(env, a.netdev);
+      if (!link) throw precondition(`${a.pciAddress}: sysfs lists netdev ${a.netdev}, but the host netns has no such link`);
+      await sameDevice(sysfs, a.pciAddress, link);
       return;
     }
     case 'device.return':
@@ -78,6 +82,17 @@ async function checkVfMac(netns: string | undefined, pf: string | number, vf: nu
     await new Promise((r) => setTimeout(r, MAC_CHECK_INTERVAL_MS));
   }
   throw new KnitError('INTERNAL', `PF ${pf} VF ${vf}: admin MAC is ${seen} after setting ${mac}; the driver did not apply it`);
+}
+
+/**
+ * The link found by name is the one sysfs lists under the PCI device: same ifindex. Both come
+ * from one kernel object, so they differ only when the name now belongs to someone else.
+ */
+export async function sameDevice(sysfs: Sysfs, bdf: string, link: LinkInfo): Promise<void> {
+  const index = await sysfs.readInt(`${netDir(bdf)}/${link.name}/ifindex`);
+  if (index !== undefined && index !== link.index) {
+    throw precondition(`${link.name} in the host netns is ifindex ${link.index}, but the netdev ${link.name} of ${bdf} is ifindex ${index}: another device took its name`);
+  }
 }
 
 async function getLink(env: DeviceActionEnv, name: string): Promise<LinkInfo | undefined> {
@@ -110,6 +125,7 @@ async function returnNetdev(a: DeviceReturnAction, env: DeviceActionEnv): Promis
   const current = names.includes(a.name) ? a.name : names[0]!;
   const link = await getLink(env, current);
   if (!link) throw precondition(`${a.pciAddress}: sysfs lists netdev ${current}, but the host netns has no such link`);
+  await sameDevice(sysfs, a.pciAddress, link);
   if (current !== a.name && (await getLink(env, a.name))) {
     throw precondition(`cannot rename ${current} (${a.pciAddress}) back to ${a.name}: another interface named ${a.name} exists in the host netns`);
   }

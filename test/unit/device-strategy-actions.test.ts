@@ -10,8 +10,9 @@ import type { Sysfs } from '../../src/devices/sysfs.js';
 import type { LinkInfo, Op, OpResult } from '../../src/net/ops.js';
 import { createSriovNode, NODE, type FakeSysfs } from '../fixtures/fake-sysfs.js';
 
+// VF0's netdev is ifindex 10 in the simulated sysfs.
 const link = (name: string, over: Partial<LinkInfo> = {}): LinkInfo => ({
-  index: 17, name, mtu: 1500, up: true, lowerUp: true, operstate: 'up', group: 0, ...over,
+  index: 10, name, mtu: 1500, up: true, lowerUp: true, operstate: 'up', group: 0, ...over,
 });
 
 /** Netlink as a table of host links; link.set ops are recorded and applied to the table. */
@@ -43,19 +44,21 @@ function recordedNetlink(sysfs: Sysfs, links: LinkInfo[]) {
   return { env, sent, table };
 }
 
-/** What the kernel does to sysfs when a netdev is renamed: net/<old> becomes net/<new>. */
-async function renameInSysfs(node: FakeSysfs, bdf: string, from: string, to: string) {
+/** What sysfs shows when a netdev is renamed (and maybe got a new ifindex): net/<old> becomes
+ * net/<new>. */
+async function renameInSysfs(node: FakeSysfs, bdf: string, from: string, to: string, ifindex?: number) {
   const dir = node.kernel.path(`bus/pci/devices/${bdf}/net`);
   await fs.rename(`${dir}/${from}`, `${dir}/${to}`);
   await fs.rename(node.kernel.path(`class/net/${from}`), node.kernel.path(`class/net/${to}`));
+  if (ifindex !== undefined) await fs.writeFile(`${dir}/${to}/ifindex`, `${ifindex}\n`);
 }
 
 const ret = { op: 'device.return' as const, pciAddress: NODE.vf(0), name: 'ens1f0v0', mac: NODE.vfMac(0), mtu: 1500, up: true };
 
 test('device.return finds a VF the kernel returned as dev<ifindex> by its PCI address and restores name, MAC, MTU and up (simulated sysfs)', async (t) => {
   const node = await createSriovNode(t);
-  await renameInSysfs(node, NODE.vf(0), 'ens1f0v0', 'dev17');
-  const { env, sent, table } = recordedNetlink(node.kernel, [link('dev17', { mac: '02:00:00:00:00:99', mtu: 1400, up: false })]);
+  await renameInSysfs(node, NODE.vf(0), 'ens1f0v0', 'dev17', 17);
+  const { env, sent, table } = recordedNetlink(node.kernel, [link('dev17', { index: 17, mac: '02:00:00:00:00:99', mtu: 1400, up: false })]);
   await runDeviceAction(undefined, ret, env);
   t.deepEqual(sent, [
     { op: 'link.set', link: 'dev17', up: false },
@@ -95,7 +98,13 @@ test('device.return refuses to rename over another interface, and says when the 
 test('device.claim passes while the PCI device still has the planned netdev, and refuses otherwise (simulated sysfs)', async (t) => {
   const node = await createSriovNode(t);
   const { env } = recordedNetlink(node.kernel, []);
-  await runDeviceAction(undefined, { op: 'device.claim', pciAddress: NODE.vf(0), netdev: 'ens1f0v0' }, env);
+  await runDeviceAction(undefined, { op: 'device.claim', pciAddress: NODE.vf(0), netdev: 'ens1f0v0' }, recordedNetlink(node.kernel, [link('ens1f0v0')]).env);
+  // Another interface took the name (a different ifindex): not ours.
+  const impostor = await t.throwsAsync(
+    runDeviceAction(undefined, { op: 'device.claim', pciAddress: NODE.vf(0), netdev: 'ens1f0v0' }, recordedNetlink(node.kernel, [link('ens1f0v0', { index: 77 })]).env),
+    { instanceOf: KnitError },
+  );
+  t.is(impostor?.message, `ens1f0v0 in the host netns is ifindex 77, but the netdev ens1f0v0 of ${NODE.vf(0)} is ifindex 10: another device took its name`);
   await renameInSysfs(node, NODE.vf(0), 'ens1f0v0', 'other0');
   const err = await t.throwsAsync(runDeviceAction(undefined, { op: 'device.claim', pciAddress: NODE.vf(0), netdev: 'ens1f0v0' }, env), { instanceOf: KnitError });
   t.is(err?.message, `${NODE.vf(0)}: its netdev in the host netns is other0, not ens1f0v0 as when the plan was made`);
