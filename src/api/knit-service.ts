@@ -1,5 +1,5 @@
 // knit.v1.Knit handlers: validate, call core's SandboxService, map the answer back.
-import type * as grpc from '@grpc/grpc-js';
+import { Metadata, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { SandboxService, WatchEvent } from '../core/types.js';
 import { unary } from './handler.js';
 import { KNI_VERSION } from './version.js';
@@ -38,7 +38,7 @@ const WATCH_MAX_BUFFERED = 10_000;
 // The decoded request shapes are checked by validate.ts; here they are just records.
 type Req = Record<string, unknown>;
 
-export function knitHandlers(service: SandboxService, log: Logger, version: VersionInfo): grpc.UntypedServiceImplementation {
+export function knitHandlers(service: SandboxService, log: Logger, version: VersionInfo): UntypedServiceImplementation {
   const call = <T>(rpc: string, fn: (req: Req) => Promise<T>) => unary<Req, T>(rpc, log, fn);
 
   return {
@@ -83,7 +83,7 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
       return { removed: r.removed, errors: r.errors };
     }),
 
-    Watch: (stream: grpc.ServerWritableStream<Req, unknown>) => watch(service, log, stream),
+    Watch: (stream: ServerWritableStream<Req, unknown>) => watch(service, log, stream),
 
     Plan: call('Plan', async (req) => {
       const attach = validateAttach(req.attach as never, { prefix: 'attach.' });
@@ -115,7 +115,7 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
   };
 }
 
-function watch(service: SandboxService, log: Logger, stream: grpc.ServerWritableStream<Req, unknown>): void {
+function watch(service: SandboxService, log: Logger, stream: ServerWritableStream<Req, unknown>): void {
   let sandboxId = '';
   let stop: (() => void) | undefined;
   let done = false;
@@ -144,6 +144,10 @@ function watch(service: SandboxService, log: Logger, stream: grpc.ServerWritable
       stream.write(watchEventToWire(e));
     });
     if (done) stop(); // cancelled while subscribing
+    // Headers now tell the client it is subscribed: whatever it does after seeing them (an
+    // Attach, say) is reported on this stream. grpc-js would otherwise hold them back until
+    // the first event.
+    else stream.sendMetadata(new Metadata());
   } catch (err) {
     finish();
     stream.emit('error', toServiceError(err, log, 'Watch'));
