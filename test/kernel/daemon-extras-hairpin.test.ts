@@ -1,0 +1,78 @@
+// hairpin: true on a bridge network turns hairpin mode on for each pod's bridge port (so a pod
+// can reach itself through a service address); a network without it leaves the port alone.
+// Checked with `ip -d link` and `bridge link`, not through knit.
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import {
+  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, removeLinkQuietly, type Daemon,
+} from '../helpers/daemon.js';
+
+const P = 'khp';
+const PLAIN_BRIDGE = `${P}br2`;
+// config.networks replaces the harness's single network: the first has hairpin on.
+const opts = {
+  prefix: P,
+  subnet: '10.234.7.0/24',
+  config: {
+    networks: [
+      { name: `${P}net`, mode: 'bridge', bridge: `${P}br`, hairpin: true, ipv4: { subnet: '10.234.7.0/24' } },
+      { name: `${P}plain`, mode: 'bridge', bridge: PLAIN_BRIDGE, ipv4: { subnet: '10.234.9.0/24' } },
+    ],
+  },
+};
+let d: Daemon | undefined;
+const netnsNames: string[] = [];
+const ids: string[] = [];
+
+function pod(n: number) {
+  const name = `${P}-pod${n}`;
+  netnsNames.push(name);
+  ids.push(`${P}-sb${n}`);
+  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
+}
+
+const attachReq = (id: string, netns: string, network: string) => ({
+  sandbox_id: id, pod_name: id, pod_namespace: 'hp', pod_uid: `uid-${id}`, netns_path: netns, runtime: 'RUNC',
+  interfaces: [{ name: 'eth0', network }],
+});
+
+/** Hairpin mode of a bridge port as `bridge -j -d link` reports it. */
+function bridgeHairpin(dev: string): boolean {
+  const ports = JSON.parse(execFileSync('bridge', ['-j', '-d', 'link', 'show', 'dev', dev], { encoding: 'utf8' }) || '[]');
+  return ports[0]?.hairpin === true;
+}
+
+test.before(async () => {
+  removeLinkQuietly(PLAIN_BRIDGE); // a leftover of an interrupted run
+  d = await startDaemon(opts);
+});
+
+test.after.always(async () => {
+  await cleanupDaemon(d, opts, ids);
+  removeLinkQuietly(PLAIN_BRIDGE);
+  for (const n of netnsNames) removeNetns(n);
+});
+
+test.serial('a pod on a hairpin network gets a bridge port with hairpin on', async (t) => {
+  const p = pod(1);
+  const { result } = await d!.call('Attach', attachReq(p.id, p.path, `${P}net`));
+  const hostEnd = result.interfaces.find((i: any) => !i.sandbox).name;
+  const [link] = ipJson(['link', 'show', 'dev', hostEnd]);
+  t.is(link.master, `${P}br`);
+  t.is(link.linkinfo.info_slave_kind, 'bridge');
+  t.true(link.linkinfo.info_slave_data.hairpin, 'ip -d link: hairpin on');
+  t.true(bridgeHairpin(hostEnd), 'bridge link: hairpin on');
+  t.true(pingFrom(p.ns, '10.234.7.1'), 'the pod still reaches its gateway');
+  await d!.call('Detach', { sandbox_id: p.id });
+});
+
+test.serial('a pod on a network without hairpin gets a bridge port with hairpin off', async (t) => {
+  const p = pod(2);
+  const { result } = await d!.call('Attach', attachReq(p.id, p.path, `${P}plain`));
+  const hostEnd = result.interfaces.find((i: any) => !i.sandbox).name;
+  const [link] = ipJson(['link', 'show', 'dev', hostEnd]);
+  t.is(link.master, PLAIN_BRIDGE);
+  t.false(link.linkinfo.info_slave_data.hairpin, 'ip -d link: hairpin off');
+  t.false(bridgeHairpin(hostEnd), 'bridge link: hairpin off');
+  await d!.call('Detach', { sandbox_id: p.id });
+});
