@@ -108,7 +108,9 @@ export async function makeStandIn(t: Cleanup, prefix: string, count = 1): Promis
 export async function simulateReturnedVf(t: Cleanup, s: StandIn, vf: StandInVf, prefix: string, podMac: string, podMtu: number): Promise<string> {
   const tmp = `${prefix}rt`;
   removeLinkQuietly(tmp);
-  ip('link', 'add', tmp, 'mtu', String(podMtu), 'address', podMac, 'type', 'veth', 'peer', 'name', vf.peer, 'mtu', String(podMtu), 'netns', s.fabric);
+  // Its own peer name: the kernel destroys the old pair asynchronously (netns cleanup runs in
+  // a workqueue), so the old peer may still be there.
+  ip('link', 'add', tmp, 'mtu', String(podMtu), 'address', podMac, 'type', 'veth', 'peer', 'name', `${prefix}rp`, 'mtu', String(podMtu), 'netns', s.fabric);
   const ifindex: number = hostLink(tmp).ifindex;
   const name = `dev${ifindex}`;
   t.teardown(() => removeLinkQuietly(name));
