@@ -138,6 +138,8 @@ test.serial('a post-attach extension gets the full result; a pre-detach one is c
   t.true(eth0.addr_info.some((a: any) => `${a.local}/${a.prefixlen}` === e.result.ips[0].address));
   t.true(e.podLinks.includes('eth0'), 'post-attach runs after the pod interface exists');
   t.false(gate.events.some((g) => g.sandbox?.sandbox_id === p.id), 'the pre-detach extension is not called on attach');
+  await d!.call('Attach', attachReq(p.id, p.path)); // a retry of the same attach (idempotent)
+  t.is(post.events.filter((x) => x.sandbox?.sandbox_id === p.id).length, 1, 'a repeated attach does not notify again');
 
   await d!.call('Detach', { sandbox_id: p.id });
   const pre = gate.events.filter((g) => g.sandbox?.sandbox_id === p.id);

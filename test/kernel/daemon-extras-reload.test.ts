@@ -142,6 +142,22 @@ test.serial('an invalid rewrite is rejected naming file:line and key; the runnin
   t.pass();
 });
 
+test.serial('requiredExtensions changed by reload: the node turns not ready naming it, and ready again when it is dropped', async (t) => {
+  const cfg = readConfig();
+  cfg.requiredExtensions = [`${P}-mesh`];
+  writeConfig(cfg);
+  const s = await eventuallyAsync(async () => {
+    const st = await d!.call('NodeStatus', {});
+    return !st.ready && st;
+  }, 'not ready');
+  t.regex(s.message, new RegExp(`required extension ${P}-mesh is not registered`));
+  t.is((await fetch(`${metricsBase}/readyz`)).status, 503);
+  cfg.requiredExtensions = [];
+  writeConfig(cfg);
+  await eventuallyAsync(async () => (await d!.call('NodeStatus', {})).ready, 'ready again');
+  t.is((await fetch(`${metricsBase}/readyz`)).status, 200);
+});
+
 test.serial('removing an unused network by reload takes it out of NodeStatus and /metrics; the daemon keeps serving', async (t) => {
   // The network the daemon started with: /metrics must not keep asking for its pools.
   const cfg = readConfig();
