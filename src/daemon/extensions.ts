@@ -6,11 +6,23 @@ import { KnitError } from '../core/errors.js';
 
 export type ExtensionCall = (ext: Extension, phase: Extension['phase'], result: AttachResult, req: AttachRequest) => Promise<void>;
 
+/** What the daemon logs about a failed call: a non-required extension's failure is otherwise
+ * invisible (the attach goes on), and so is any pre-detach one (detach never waits on it). */
+export interface ExtensionFailure {
+  sandboxId: string;
+  extension: string;
+  endpoint: string;
+  phase: Extension['phase'];
+  required: boolean;
+  err: string;
+}
+
 export class ExtensionRegistry implements ExtensionsPort {
   constructor(
     private readonly store: RecordStorePort<Extension>,
     private readonly call: ExtensionCall,
     private readonly required: () => string[],
+    private readonly onFailure: (f: ExtensionFailure) => void = () => undefined,
   ) {}
 
   list(): Extension[] {
@@ -35,6 +47,8 @@ export class ExtensionRegistry implements ExtensionsPort {
       try {
         await this.call(ext, phase, result, req);
       } catch (err) {
+        const f = { sandboxId: req.sandboxId, extension: ext.name, endpoint: ext.endpoint, phase, required: ext.required, err: (err as Error).message };
+        this.onFailure(f);
         if (ext.required) {
           throw new KnitError('FAILED_PRECONDITION', `required extension ${ext.name} (${ext.endpoint}) failed at ${phase}: ${(err as Error).message}`);
         }

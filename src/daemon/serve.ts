@@ -86,7 +86,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     },
   };
   const tokens = new HandoffTokens(config.handoffSocket);
-  const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions);
+  const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions, (f) => log.warn(f, 'extension call failed'));
   const manager = new SandboxManager({
     networks: () => networkSpecs(config),
     defaultNetwork: () => config.defaultNetwork,
