@@ -234,6 +234,13 @@ test.serial('a non-required extension that fails does not fail the attach', asyn
   const p = pod(5);
   const { result } = await d!.call('Attach', attachReq(p.id, p.path));
   t.is(flaky.events.filter((e) => e.sandbox?.sandbox_id === p.id).length, 1);
+  // The operator still learns about it: a warning naming the sandbox, the extension and why.
+  const logged = await eventually(
+    () => d!.logs.map((l) => { try { return JSON.parse(l); } catch { return {}; } }).find((l) => l.sandboxId === p.id && l.extension === `${P}-flaky`),
+    'a log line about the failed extension call',
+  );
+  t.like(logged, { level: 40, phase: 'post-attach', required: false, err: 'not today' });
+  t.regex(logged.msg, /extension/);
   const [eth0] = ipJson(['addr', 'show', 'dev', 'eth0'], p.ns);
   t.true(eth0.addr_info.some((a: any) => `${a.local}/${a.prefixlen}` === result.ips[0].address));
   await d!.call('Detach', { sandbox_id: p.id });
