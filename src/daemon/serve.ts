@@ -32,6 +32,9 @@ export interface ServeOptions {
   config?: string;
 }
 
+/** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
+
 export function networkSpecs(config: KnitConfig): Map<string, NetworkSpec> {
   return new Map(config.networks.map((n) => [n.name, n]));
 }
@@ -137,8 +140,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const stopWatch = opts.config
     ? watchConfig(opts.config, async (next) => {
-        log.info({ config: opts.config }, 'config reloaded');
         ipam.reconfigure(next.networks); // refuses (and we keep the old config) if a held address would not fit
+        const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(next[k]));
+        if (needRestart.length) log.warn({ keys: needRestart }, 'config reloaded; these keys take effect at the next restart');
+        else log.info({ config: opts.config }, 'config reloaded');
         config = next;
         await setUpNetworks();
       }, (err) => log.error({ err: err.message }, 'config reload rejected; keeping the running config'))

@@ -79,12 +79,21 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
   };
 }
 
+// Daemons this test process started: if the test process dies (an ava timeout), they must not
+// outlive it.
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
 async function launch(o: DaemonOptions, dir: string, configPath: string, env: Record<string, string> = {}): Promise<Daemon> {
   const cfg = daemonConfig(o, dir);
   const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath], {
     env: { ...process.env, ...o.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   const logs: string[] = [];
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => logs.push(...d.split('\n').filter(Boolean)));
