@@ -59,9 +59,10 @@ export interface PrepareContext {
   sysfsRoot: string;
   /** The sandbox (not this one) whose record holds this PCI device, if any. */
   holderOf(pciAddress: string): string | undefined;
-  /** Takes the node-wide lock on key until this attach ends (recorded or rolled back);
-   * false when this attach already holds it (a request naming one device twice). */
-  lock(key: string): Promise<boolean>;
+  /** Takes the node-wide lock on key until this attach ends (recorded or rolled back), without
+   * waiting: undefined when taken, else the sandbox whose attach holds it (this one: the
+   * request names the key twice). */
+  lock(key: string): string | undefined;
 }
 
 export interface Strategy {

@@ -44,7 +44,9 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
 
   const named = await resolveDevice(sysfs, ref, { field });
   const bdf = named.pciAddress;
-  if (!(await ctx.lock(bdf))) throw KnitError.invalid(field, `names PCI device ${bdf}, which another interface of this request names too`);
+  const claimer = ctx.lock(bdf);
+  if (claimer === input.sandboxId) throw KnitError.invalid(field, `names PCI device ${bdf}, which another interface of this request names too`);
+  if (claimer !== undefined) throw precondition(field, `PCI device ${bdf} is being attached to sandbox ${claimer} right now`);
   const holder = ctx.holderOf(bdf);
   if (holder) throw precondition(field, `PCI device ${bdf} is held by sandbox ${holder}; detach that sandbox first`);
   // Read again under the lock: the device may have changed hands while we waited.

@@ -78,8 +78,8 @@ const sameRequest = (a: AttachRequest, b: AttachRequest) =>
 
 export class SandboxManager implements SandboxService {
   private readonly locks = new KeyedLock();
-  /** Per PCI device (taken by strategies' prepare): one attach at a time may claim a device. */
-  private readonly deviceLocks = new KeyedLock();
+  /** Device (PCI address) -> the sandbox whose attach is claiming it now (strategies' prepare). */
+  private readonly deviceClaims = new Map<string, string>();
   private readonly events = new EventEmitter();
 
   constructor(private readonly deps: ManagerDeps) {
@@ -190,9 +190,12 @@ export class SandboxManager implements SandboxService {
     return net;
   }
 
-  /** What prepare() may use during one attach; release() drops the device locks it took. */
+  /** What prepare() may use during one attach; release() drops the device locks it took.
+   * The locks never wait (a wait could deadlock two requests naming two devices in opposite
+   * orders): a device another attach is claiming right now is refused, as it would be a moment
+   * later by that attach's record. */
   private deviceHolds(sandboxId: string, readOnly = false): { ctx: PrepareContext; release(): void } {
-    const held = new Map<string, () => void>();
+    const held = new Set<string>();
     const ctx: PrepareContext = {
       runOps: (ns, ops) => this.deps.runner.runOps(ns, ops),
       sysfsRoot: this.deps.sysfsRoot?.() ?? '/sys',
@@ -202,20 +205,19 @@ export class SandboxManager implements SandboxService {
         }
         return undefined;
       },
-      lock: async (key) => {
-        if (held.has(key)) return false;
-        held.set(key, () => undefined);
-        if (readOnly) return true;
-        await new Promise<void>((acquired) => {
-          void this.deviceLocks.run(key, () => new Promise<void>((done) => {
-            held.set(key, done);
-            acquired();
-          }));
-        });
-        return true;
+      lock: (key) => {
+        if (held.has(key)) return sandboxId;
+        const other = this.deviceClaims.get(key);
+        if (other !== undefined && !readOnly) return other;
+        held.add(key);
+        if (!readOnly) this.deviceClaims.set(key, sandboxId);
+        return undefined;
       },
     };
-    return { ctx, release: () => held.forEach((done) => done()) };
+    const release = () => {
+      for (const key of held) if (!readOnly && this.deviceClaims.get(key) === sandboxId) this.deviceClaims.delete(key);
+    };
+    return { ctx, release };
   }
 
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {

@@ -11,7 +11,7 @@ import { planDevice, prepareDevice, withDevices, HOST_NETNS } from '../../runtim
 import type { PreparedDevice } from '../../runtimes/device/index.js';
 import type { InterfacePlan, PrepareContext, Strategy } from '../../runtimes/types.js';
 import { createSriovNode, NODE } from '../fixtures/fake-sysfs.js';
-import { makeInput, NETNS } from './strategy-plan-check.js';
+import { makeInput, NETNS, SANDBOX } from './strategy-plan-check.js';
 
 const link = (name: string, over: Partial<LinkInfo> = {}): LinkInfo => ({
   index: 20, name, mtu: 1500, up: true, lowerUp: true, operstate: 'up', group: 0, ...over,
@@ -27,6 +27,8 @@ interface FakeKernelReads {
   sandbox?: string[];
   addrs?: Record<string, AddrInfo[]>;
   holders?: Record<string, string>;
+  /** Devices another attach is claiming right now. */
+  claiming?: Record<string, string>;
 }
 
 /** A PrepareContext answering from tables; records every op and lock. */
@@ -55,11 +57,12 @@ function fakeCtx(sysfsRoot: string, reads: FakeKernelReads = {}) {
       });
     },
     holderOf: (bdf) => reads.holders?.[bdf],
-    async lock(key) {
+    lock(key) {
       locks.push(key);
-      if (held.has(key)) return false;
+      if (held.has(key)) return SANDBOX;
+      if (reads.claiming?.[key]) return reads.claiming[key];
       held.add(key);
-      return true;
+      return undefined;
     },
   };
   return { ctx, ops, locks };
@@ -224,6 +227,12 @@ test('a device another sandbox holds is refused, naming the holder (simulated sy
   const err = await refusal(t, [{ name: 'net1', device: vfRef(0) }], { reads: { holders: { [NODE.vf(0)]: 'sb-other' } } });
   t.is(err.code, 'FAILED_PRECONDITION');
   t.is(err.message, `interfaces[0].device: PCI device ${NODE.vf(0)} is held by sandbox sb-other; detach that sandbox first`);
+});
+
+test('a device another attach is claiming right now is refused at once, naming it (simulated sysfs)', async (t) => {
+  const err = await refusal(t, [{ name: 'net1', device: vfRef(0) }], { reads: { claiming: { [NODE.vf(0)]: 'sb-busy' } } });
+  t.is(err.code, 'FAILED_PRECONDITION');
+  t.is(err.message, `interfaces[0].device: PCI device ${NODE.vf(0)} is being attached to sandbox sb-busy right now`);
 });
 
 test('one device named twice in a request is refused (simulated sysfs)', async (t) => {
