@@ -240,9 +240,13 @@ export class SandboxManager implements SandboxService {
   private async rollback(record: SandboxRecord, count: number): Promise<void> {
     const errors = await undoSteps(record.steps, count, this.deps.runner, 'retire', record.netns);
     this.deps.reaper.kick();
+    if (errors.length) {
+      // The record is the only copy of what to restore (a device's original name, MAC,
+      // driver): keep it, with its addresses, for Detach or the next start to finish.
+      throw new KnitError('INTERNAL', `rollback of ${record.sandboxId} is incomplete (${errors.join('; ')}); its record is kept: Detach or the next start finishes it`);
+    }
     releaseInterfaces(this.deps.ipam, record.sandboxId, record.allocations);
     await this.deps.records.remove(record.sandboxId);
-    if (errors.length) throw new KnitError('INTERNAL', `rollback of ${record.sandboxId} left errors: ${errors.join('; ')}`);
   }
 
   // ---- detach --------------------------------------------------------------------------
