@@ -171,8 +171,11 @@ export class SandboxManager implements SandboxService {
       await this.deps.extensions.notify('post-attach', result, req);
     } catch (err) {
       const failedAt = err instanceof StepFailed ? err.stepIndex : steps.length;
-      await this.rollback(record, Math.max(done, failedAt));
-      throw attachError(err, req);
+      const failure = attachError(err, req);
+      await this.rollback(record, Math.max(done, failedAt)).catch((rb: KnitError) => {
+        throw new KnitError('INTERNAL', `${failure.message}; then ${rb.message}`, { cause: failure });
+      });
+      throw failure;
     }
     record.state = 'attached';
     record.updatedAt = new Date().toISOString();
