@@ -4,6 +4,7 @@ import test from 'ava';
 import {
   startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, eventually, hostLinks, type Daemon,
 } from '../helpers/daemon.js';
+import { crashAndRestart } from '../helpers/crash.js';
 
 const P = 'kcr';
 const opts = { prefix: P, subnet: '10.231.2.0/24' };
@@ -31,15 +32,6 @@ async function assertClean(t: any, daemon: Daemon, when: string) {
   const s = await daemon.call('NodeStatus', {});
   t.is(Number(s.networks[0].pools[0].used), 0, `no address held (${when})`);
   t.is((await daemon.call('List', {})).sandboxes.length, 0, `no record (${when})`);
-}
-
-/** Runs `rpc` on a daemon armed with `failpoint`, expects it to die by SIGKILL, restarts. */
-async function crashAndRestart(armed: Daemon, rpc: () => Promise<unknown>): Promise<Daemon> {
-  await rpc().catch(() => undefined);
-  const exit = await armed.exited;
-  if (exit.signal !== 'SIGKILL') throw new Error(`daemon should have been killed at the failpoint, exited ${JSON.stringify(exit)}`);
-  armed.close();
-  return armed.restart();
 }
 
 test.serial('kill -9 before each attach step (and after the last): restart rolls back everything', async (t) => {

@@ -1,0 +1,25 @@
+// kill -9 at a failpoint, then restart: shared by the crash tests of every runtime.
+import type { ExecutionContext } from 'ava';
+import { execFileSync } from 'node:child_process';
+import { eventually, hostLinks, ipJson, type Daemon } from './daemon.js';
+
+/** Runs `rpc` on a daemon armed with a failpoint, expects it to die by SIGKILL, restarts it. */
+export async function crashAndRestart(armed: Daemon, rpc: () => Promise<unknown>): Promise<Daemon> {
+  await rpc().catch(() => undefined);
+  const exit = await armed.exited;
+  if (exit.signal !== 'SIGKILL') throw new Error(`daemon should have been killed at the failpoint, exited ${JSON.stringify(exit)}`);
+  armed.close();
+  return armed.restart();
+}
+
+/** Nothing of sandbox `id` is left: no host device, only lo in its netns, no nft table there,
+ * no address held, no record. */
+export async function assertNothingLeft(t: ExecutionContext, d: Daemon, id: string, ns: string, when: string): Promise<void> {
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${id};`)), `no host device of ${id} (${when})`);
+  t.deepEqual(ipJson(['link', 'show'], ns).map((l: any) => l.ifname), ['lo'], `pod netns holds only lo (${when})`);
+  const tables = JSON.parse(execFileSync('ip', ['netns', 'exec', ns, '/usr/sbin/nft', '-j', 'list', 'tables'], { encoding: 'utf8' })).nftables.filter((x: any) => x.table);
+  t.deepEqual(tables, [], `no nft table in the pod netns (${when})`);
+  const s = await d.call('NodeStatus', {});
+  t.true(s.networks.every((n: any) => n.pools.every((p: any) => Number(p.used) === 0)), `no address held (${when})`);
+  t.is((await d.call('List', {})).sandboxes.length, 0, `no record (${when})`);
+}
