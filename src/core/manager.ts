@@ -10,6 +10,7 @@ import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
+import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import type { Step } from './plan.js';
 import type {
   AttachRequest, AttachResult, CheckReport, Extension, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
@@ -78,8 +79,7 @@ const sameRequest = (a: AttachRequest, b: AttachRequest) =>
 
 export class SandboxManager implements SandboxService {
   private readonly locks = new KeyedLock();
-  /** Device (PCI address) -> the sandbox whose attach is claiming it now (strategies' prepare). */
-  private readonly deviceClaims = new Map<string, string>();
+  private readonly deviceClaims = new DeviceClaims();
   private readonly events = new EventEmitter();
 
   constructor(private readonly deps: ManagerDeps) {
@@ -134,7 +134,7 @@ export class SandboxManager implements SandboxService {
       throw err;
     }
 
-    const holds = this.deviceHolds(req.sandboxId);
+    const holds = this.deviceClaims.holds(req.sandboxId, this.prepareEnv());
     try {
       return await this.planAndRun(req, strategy, networks, netns, allocations, holds.ctx);
     } finally {
@@ -193,34 +193,12 @@ export class SandboxManager implements SandboxService {
     return net;
   }
 
-  /** What prepare() may use during one attach; release() drops the device locks it took.
-   * The locks never wait (a wait could deadlock two requests naming two devices in opposite
-   * orders): a device another attach is claiming right now is refused, as it would be a moment
-   * later by that attach's record. */
-  private deviceHolds(sandboxId: string, readOnly = false): { ctx: PrepareContext; release(): void } {
-    const held = new Set<string>();
-    const ctx: PrepareContext = {
+  private prepareEnv(): PrepareEnv {
+    return {
       runOps: (ns, ops) => this.deps.runner.runOps(ns, ops),
       sysfsRoot: this.deps.sysfsRoot?.() ?? '/sys',
-      holderOf: (pciAddress) => {
-        for (const r of this.deps.records.values()) {
-          if (r.sandboxId !== sandboxId && r.result.interfaces.some((i) => i.pciId === pciAddress)) return r.sandboxId;
-        }
-        return undefined;
-      },
-      lock: (key) => {
-        if (held.has(key)) return sandboxId;
-        const other = this.deviceClaims.get(key);
-        if (other !== undefined && !readOnly) return other;
-        held.add(key);
-        if (!readOnly) this.deviceClaims.set(key, sandboxId);
-        return undefined;
-      },
+      records: () => this.deps.records.values(),
     };
-    const release = () => {
-      for (const key of held) if (!readOnly && this.deviceClaims.get(key) === sandboxId) this.deviceClaims.delete(key);
-    };
-    return { ctx, release };
   }
 
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
@@ -356,7 +334,7 @@ export class SandboxManager implements SandboxService {
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
-    const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceHolds(req.sandboxId, true).ctx);
+    const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
     return { steps: steps.map((s) => ({ description: s.description, netns: s.netns, op: s.do, undo: s.undo })) };
   }
 
