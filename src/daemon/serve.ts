@@ -7,7 +7,7 @@ import pino from 'pino';
 import { loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
-import { NetRunner } from '../net/runner.js';
+import { PlanRunner } from './action-runner.js';
 import { createNetns, deleteNetns } from '../net/netns.js';
 import { peerCred } from '../net/peercred.js';
 import { SandboxManager, type ManagerHooks } from '../core/manager.js';
@@ -52,7 +52,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, { onProblem: storeProblem });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
-  const runner = new NetRunner();
+  const runner = new PlanRunner();
   const ipam = new Ipam(config.networks);
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
   const unready = new Map<string, string>();

@@ -20,9 +20,9 @@ import type { SandboxRecord } from '../../src/core/record.js';
 import type { AttachRequest } from '../../src/core/types.js';
 import { runDeviceAction } from '../../src/devices/actions.js';
 import { Ipam } from '../../src/ipam/index.js';
-import { runHostAction } from '../../src/net/host-actions.js';
+import { runHostAction } from '../../src/daemon/host-actions.js';
 import { DEVICE_ACTION_OPS, type DeviceAction } from '../../src/net/ops.js';
-import { NetRunner } from '../../src/net/runner.js';
+import { PlanRunner } from '../../src/daemon/action-runner.js';
 import { RecordStore } from '../../src/store/index.js';
 import { NetnsChecker } from '../../src/daemon/netns-checker.js';
 import { strategies } from '../../runtimes/index.js';
@@ -44,7 +44,7 @@ class Crashed extends Error {}
 /** One "daemon process": core over a record dir, a runner that dies with it. */
 class Node {
   dead = false;
-  readonly net = new NetRunner();
+  readonly net = new PlanRunner();
   readonly runner: ActionRunner;
   records!: RecordStorePort<SandboxRecord>;
   manager!: SandboxManager;

@@ -1,13 +1,16 @@
-// Executes ops and host actions in a netns: what core's executor drives. The host handle
-// lives as long as the runner; a sandbox netns gets a handle for one batch only, because an
-// open netlink socket pins its namespace, and a cached one would keep a deleted pod's netns
-// alive (and answer for it if a new pod were pinned at the same path).
-import type { HostAction, Op, OpResult } from './ops.js';
-import { NetHandle } from './handle.js';
-import { identifyNetns, sameNetns, type NetnsId } from './netns.js';
+// Executes a plan's actions in a netns: what core's executor drives (core's ActionRunner). It
+// lives with the composition root because it is where net (rtnetlink), devices (sysfs) and
+// store (files) meet; core sees only the interface.
+//
+// The host handle lives as long as the runner; a sandbox netns gets a handle for one batch
+// only, because an open netlink socket pins its namespace, and a cached one would keep a
+// deleted pod's netns alive (and answer for it if a new pod were pinned at the same path).
+import type { HostAction, Op, OpResult } from '../net/ops.js';
+import { NetHandle } from '../net/handle.js';
+import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { runHostAction } from './host-actions.js';
 
-export class NetRunner {
+export class PlanRunner {
   private host?: NetHandle;
 
   private hostHandle(): NetHandle {

@@ -3,10 +3,10 @@
 // files a launcher reads.
 import { execFile } from 'node:child_process';
 import { unlink } from 'node:fs/promises';
-import type { HostAction } from './ops.js';
+import type { HostAction } from '../net/ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
 import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
-import { withHandle } from './handle.js';
+import { withHandle } from '../net/handle.js';
 
 
 // Absolute paths: under npm, PATH starts with node_modules/.bin, where "nft" is an unrelated
