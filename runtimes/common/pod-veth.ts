@@ -47,14 +47,36 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
       do: {
         op: 'link.add', kind: 'veth', name: veth.hostName, alias: tag, mtu: veth.mtu, up: true,
         ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge! }),
-        peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, alias: tag, netns: ns },
+        // The pod end's alias is set with its "up" below, in the pod netns batch: here it would
+        // cost a second netlink socket opened inside the netns.
+        peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, netns: ns },
       },
       undo: { op: 'link.del', link: veth.hostName },
       retire: retireLink(veth.hostName),
     },
   ];
+  // Host-side steps first, then the sandbox's: consecutive steps in one netns go to the kernel
+  // as one batch, so the plan costs one host batch and one pod netns batch.
   if (!routed && network.hairpin) {
     steps.push({ description: `hairpin on bridge port ${veth.hostName}`, do: { op: 'link.set', link: veth.hostName, hairpin: true } });
+  }
+  if (routed) {
+    for (const a of addresses) {
+      const host = `${a.address}/${a.family === 4 ? 32 : 128}`;
+      steps.push({
+        description: `host route ${a.address} via ${veth.hostName}`,
+        do: { op: 'route.add', dst: host, link: veth.hostName, scope: 'link' },
+        undo: { op: 'route.del', dst: host, link: veth.hostName },
+      });
+    }
+    if (v4) {
+      // Packets from the pod to other pods are forwarded by the host; per-device forwarding
+      // keeps the host's global ip_forward untouched (IPv4 checks the ingress device's setting).
+      steps.push({
+        description: `forward IPv4 arriving on ${veth.hostName}`,
+        do: { op: 'sysctl.set', key: `net.ipv4.conf.${veth.hostName}.forwarding`, value: '1' },
+      });
+    }
   }
 
   const ips: PlannedIp[] = [];
@@ -73,7 +95,7 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     {
       description: `bring up ${veth.podName}`,
       netns: ns,
-      do: { op: 'link.set', link: veth.podName, up: true },
+      do: { op: 'link.set', link: veth.podName, up: true, alias: tag },
       // Detach frees the name at once, so the next sandbox in this netns can take it before
       // the reaper has deleted the pair.
       retire: retireLink(veth.podName),
@@ -91,11 +113,6 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         netns: ns,
         do: { op: 'neigh.add', link: veth.podName, address: gw, lladdr: ROUTED_HOST_MAC },
       });
-      steps.push({
-        description: `host route ${a.address} via ${veth.hostName}`,
-        do: { op: 'route.add', dst: `${a.address}/${a.family === 4 ? 32 : 128}`, link: veth.hostName, scope: 'link' },
-        undo: { op: 'route.del', dst: `${a.address}/${a.family === 4 ? 32 : 128}`, link: veth.hostName },
-      });
     }
     steps.push({
       description: `default route via ${gw} in sandbox`,
@@ -112,15 +129,6 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
       routes.push({ dst: r.dst, gw: r.gw ?? gw });
     }
   }
-  if (routed && v4) {
-    // Packets from the pod to other pods are forwarded by the host; per-device forwarding keeps
-    // the host's global ip_forward untouched (IPv4 checks the ingress device's setting).
-    steps.push({
-      description: `forward IPv4 arriving on ${veth.hostName}`,
-      do: { op: 'sysctl.set', key: `net.ipv4.conf.${veth.hostName}.forwarding`, value: '1' },
-    });
-  }
-
   return {
     veth,
     steps,

@@ -46,15 +46,22 @@ function dnsToWire(d: DnsConfig | undefined): WireDns | null {
   return { nameservers: d.nameservers, search: d.search, options: d.options, domain: d.domain ?? '' };
 }
 
+/** The name a pod (or its VM guest) knows an interface by: a host-side tap or a VFIO device
+ * that carries the pod's addresses is the guest's NIC of that name. */
+function podSideName(iface: AttachResult['interfaces'][number]): string {
+  return (iface.handoff as { guest?: { name?: string } } | undefined)?.guest?.name ?? iface.name;
+}
+
 /**
- * The KNI view of a result: sandbox-side interface name -> its addresses and MAC. Host-side
- * devices (veth host ends, taps) are left out: callers read ipconfigs["eth0"] for pod IPs.
+ * The KNI view of a result: pod interface name -> its addresses and MAC. Devices that carry no
+ * pod address (veth host ends) are left out: callers read ipconfigs["eth0"] for pod IPs.
  */
 export function ipconfigsOf(result: AttachResult): Record<string, WireIpConfig> {
   const out: Record<string, WireIpConfig> = {};
   result.interfaces.forEach((iface, index) => {
-    if (!iface.sandbox) return;
-    out[iface.name] = {
+    const owns = result.ips.some((ip) => ip.interface === index);
+    if (!iface.sandbox && !owns) return;
+    out[iface.sandbox ? iface.name : podSideName(iface)] = {
       ip: result.ips.filter((ip) => ip.interface === index).map((ip) => ip.address),
       mac: iface.mac ?? '',
     };
@@ -62,11 +69,11 @@ export function ipconfigsOf(result: AttachResult): Record<string, WireIpConfig> 
   return out;
 }
 
-/** Pod addresses without prefix, primary first (the first sandbox interface's IPv4 first). */
+/** Pod addresses without prefix, primary first (the first interface's IPv4 first). Every ip
+ * of a result is the pod's: host ends carry none, and a Kata host tap or a VFIO device carries
+ * the guest's. */
 export function podIpsOf(result: AttachResult): string[] {
-  const sandboxSide = (i: number) => Boolean(result.interfaces[i]?.sandbox);
-  return result.ips
-    .filter((ip) => sandboxSide(ip.interface))
+  return [...result.ips]
     .sort((a, b) => a.interface - b.interface || a.family - b.family)
     .map((ip) => ip.address.split('/')[0]!);
 }

@@ -34,7 +34,7 @@ export interface IpamPort {
 }
 
 export interface NetnsPort {
-  /** Throws KnitError INVALID_ARGUMENT/NOT_FOUND naming netns_path when it is not a usable netns. */
+  /** Throws KnitError INVALID_ARGUMENT naming netns_path when it is not a usable netns. */
   identify(path: string): NetnsIdentity;
 }
 
@@ -104,10 +104,11 @@ export class SandboxManager implements SandboxService {
   private async attachLocked(req: AttachRequest): Promise<AttachResult> {
     const existing = this.deps.records.get(req.sandboxId);
     if (existing) {
-      if (existing.state === 'attached' && sameRequest(existing.request, req)) return existing.result;
+      const same = sameRequest(existing.request, req);
+      if (existing.state === 'attached' && same) return existing.result;
       throw new KnitError(
         'FAILED_PRECONDITION',
-        `sandbox ${req.sandboxId} is already ${existing.state} with a different request (netns ${existing.netns.path}); detach it first`,
+        `sandbox ${req.sandboxId} is already ${existing.state}${same ? '' : ' with a different request'} (netns ${existing.netns.path}); detach it first`,
         { field: 'sandbox_id' },
       );
     }
@@ -177,9 +178,13 @@ export class SandboxManager implements SandboxService {
       });
       throw failure;
     }
-    record.state = 'attached';
-    record.updatedAt = new Date().toISOString();
-    await this.deps.records.put(req.sandboxId, record);
+    try {
+      await this.deps.records.put(req.sandboxId, { ...record, state: 'attached', updatedAt: new Date().toISOString() });
+    } catch (err) {
+      // Not recorded as attached means not attached: take it back rather than leave it half-known.
+      await this.rollback(record, steps.length).catch(() => undefined);
+      throw new KnitError('INTERNAL', `cannot record sandbox ${req.sandboxId} as attached: ${(err as Error).message}`, { cniCode: CniCode.ioFailure });
+    }
     this.events.emit('event', { type: 'attach', sandboxId: req.sandboxId, result } satisfies WatchEvent);
     return result;
   }
@@ -245,13 +250,13 @@ export class SandboxManager implements SandboxService {
   }
 
   private async detachLocked(sandboxId: string): Promise<void> {
-    const record = this.deps.records.get(sandboxId);
-    if (!record) return; // idempotent: nothing of this sandbox is left
-    if (record.state === 'attached') {
-      await this.deps.extensions.notify('pre-detach', record.result, record.request).catch(() => undefined);
+    const stored = this.deps.records.get(sandboxId);
+    if (!stored) return; // idempotent: nothing of this sandbox is left
+    if (stored.state === 'attached') {
+      await this.deps.extensions.notify('pre-detach', stored.result, stored.request).catch(() => undefined);
     }
-    record.state = 'detaching';
-    record.updatedAt = new Date().toISOString();
+    // A copy: the store's object changes only once the write has succeeded.
+    const record: SandboxRecord = { ...stored, state: 'detaching', updatedAt: new Date().toISOString() };
     await this.deps.records.put(sandboxId, record);
     const errors = await undoSteps(record.steps, record.steps.length, this.deps.runner, 'retire', record.netns, this.deps.hooks?.detachFailpoint);
     this.deps.reaper.kick();
@@ -372,6 +377,9 @@ export function asKnitError(err: unknown): KnitError {
 function attachError(err: unknown, req: AttachRequest): KnitError {
   if (err instanceof KnitError) return err;
   if (err instanceof StepFailed) {
+    // A plan action that already said what went wrong in API terms (a device claimed by another
+    // sandbox, a non-viable IOMMU group) keeps its code.
+    if (err.cause instanceof KnitError) return new KnitError(err.cause.code, err.message, { ...err.cause.details, cause: err });
     const code = (err.cause as { code?: string })?.code;
     if (code === 'EEXIST') return new KnitError('ALREADY_EXISTS', `${err.message} (in ${err.step.netns ?? 'the host netns'})`, { cause: err });
     return new KnitError('INTERNAL', err.message, { cause: err, cniCode: CniCode.ioFailure });

@@ -33,7 +33,13 @@ export async function recover(records: RecordStorePort<SandboxRecord>, ipam: Ipa
     const errors = await undoSteps(rec.steps, rec.steps.length, runner, 'undo', rec.netns);
     if (errors.length) {
       report.errors.push(...errors.map((e) => `${rec.sandboxId}: ${e}`));
-      continue; // keep the record: the next start tries again
+      // Keep the record, and its addresses with it: its devices may still carry them.
+      try {
+        reserveFromRecord(ipam, rec.sandboxId, rec.allocations);
+      } catch (err) {
+        report.errors.push(`${rec.sandboxId}: cannot re-reserve its addresses: ${(err as Error).message}`);
+      }
+      continue; // the next start, or a Detach, tries again
     }
     await records.remove(rec.sandboxId);
     (rec.state === 'attaching' ? report.rolledBack : report.completedDetach).push(rec.sandboxId);

@@ -1,7 +1,8 @@
 // Finds knit's devices that no record owns (a record lost with a crashed disk, a device left
 // by a bug) by their alias tag, and retires them. Objects without knit's tag are never touched.
 import type { ActionRunner } from './executor.js';
-import { parseAliasTag } from './names.js';
+import { parseAliasTag, reapGroup } from './names.js';
+import { tolerant } from './plan.js';
 import { ownedHostDevices, type SandboxRecord } from './record.js';
 import { retireLink } from '../../runtimes/common/pod-veth.js';
 
@@ -13,8 +14,9 @@ export async function sweepLeakedDevices(runner: ActionRunner, records: Iterable
   for (const r of records) for (const name of ownedHostDevices(r)) owned.add(name);
   const leaked = links.filter((l) => {
     const tag = parseAliasTag(l.alias);
-    return tag?.sandboxId !== undefined && !owned.has(l.name);
+    return tag?.sandboxId !== undefined && !owned.has(l.name) && l.group !== reapGroup(); // retired ones wait for the reaper
   });
-  if (leaked.length) await runner.runOps(undefined, leaked.flatMap((l) => retireLink(l.name)));
+  // Tolerant: the reaper or a detach may remove one of them between the dump and this batch.
+  if (leaked.length) await runner.runOps(undefined, leaked.flatMap((l) => retireLink(l.name).map(tolerant)));
   return leaked.map((l) => l.name);
 }

@@ -25,6 +25,8 @@ export function publishLinkEvents(
       if (sandboxId) manager.publish({ type: 'link', sandboxId, name: l.name, index: l.index, up: l.up, removed: l.removed });
     });
     monitor.on('overrun', () => log.warn({}, 'link monitor overrun: some link events were lost'));
+    // Without a listener an 'error' event would throw and take the daemon down with it.
+    monitor.on('error', (err: Error) => log.warn({ err: err.message }, 'link monitor stopped; Watch gets no more link events'));
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'no link events for Watch');
   }

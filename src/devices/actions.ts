@@ -1,4 +1,4 @@
-// The device actions of a plan (src/net/ops.ts DeviceAction), run by src/net/host-actions.ts:
+// The device actions of a plan (src/net/ops.ts DeviceAction), run by src/daemon/host-actions.ts:
 // what a device attach needs besides rtnetlink ops — sysfs writes (VFIO), reads that must be
 // answered at run time (which netdev a PCI function has now), the PF's VF MAC read-back, and
 // RDMA moves. Netlink and sysfs come in through `env`, so this file opens no socket itself and

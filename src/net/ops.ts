@@ -195,7 +195,7 @@ export type Op =
 
 export type OpName = Op['op'];
 
-// ---- actions outside rtnetlink (run by src/net/runner.ts, not by the addon) -------------
+// ---- actions outside rtnetlink (run by src/daemon/action-runner.ts, not by the addon) -------------
 
 /** nftables table applied from a ruleset (`nft -f`) inside a netns; undone by deleting it. */
 export interface NftApplyAction { op: 'nft.apply'; family: 'inet' | 'ip' | 'ip6'; table: string; ruleset: string }
