@@ -13,7 +13,7 @@ import { peerCred } from '../net/peercred.js';
 import { SandboxManager, type ManagerHooks } from '../core/manager.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
-import { ensureNetwork } from '../core/networks.js';
+import { ensureNetwork, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../core/names.js';
 import type { SandboxRecord } from '../core/record.js';
 import type { Extension } from '../core/types.js';
@@ -55,17 +55,18 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const runner = new PlanRunner();
   const ipam = new Ipam(config.networks);
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
-  const unready = new Map<string, string>();
-  const setUpNetworks = async () => {
-    unready.clear();
-    for (const net of config.networks) {
+  /** Sets up the host side of networks; answers the ones that are not ready, with why. */
+  const setUpNetworks = async (networks: KnitConfig['networks']) => {
+    const notReady = new Map<string, string>();
+    for (const net of networks) {
       await ensureNetwork(runner, net).catch((err: Error) => {
-        unready.set(net.name, err.message);
+        notReady.set(net.name, err.message);
         log.error({ network: net.name, err: err.message }, 'network not ready');
       });
     }
+    return notReady;
   };
-  await setUpNetworks();
+  let unready = await setUpNetworks(config.networks);
 
   const repaired = await recover(records, ipam, runner, reaper);
   log.info({ ...repaired, kept: repaired.kept.length }, 'start-up repair done');
@@ -140,12 +141,18 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const stopWatch = opts.config
     ? watchConfig(opts.config, async (next) => {
-        ipam.reconfigure(next.networks); // refuses (and we keep the old config) if a held address would not fit
+        // New bridges first, then the pools (which refuse, keeping the old config, if a held
+        // address would not fit), then the switch: attaches meanwhile see the old config whole.
+        const nextUnready = await setUpNetworks(next.networks);
+        ipam.reconfigure(next.networks);
         const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(next[k]));
         if (needRestart.length) log.warn({ keys: needRestart }, 'config reloaded; these keys take effect at the next restart');
         else log.info({ config: opts.config }, 'config reloaded');
+        const dropped = config.networks.filter((old) => !next.networks.some((n) => n.name === old.name));
         config = next;
-        await setUpNetworks();
+        unready = nextUnready;
+        // Unused by now (reconfigure refused otherwise): the bridges knit made for them go.
+        for (const net of dropped) await removeNetwork(runner, net).catch((err: Error) => log.warn({ network: net.name, err: err.message }, 'cannot remove the bridge of a dropped network'));
       }, (err) => log.error({ err: err.message }, 'config reload rejected; keeping the running config'))
     : () => undefined;
 

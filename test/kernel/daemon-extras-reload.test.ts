@@ -164,6 +164,7 @@ test.serial('removing an unused network by reload takes it out of NodeStatus and
   cfg.networks = cfg.networks.filter((n: any) => n.name !== `${P}net`);
   writeConfig(cfg);
   await eventuallyAsync(async () => !(await networkNames()).includes(`${P}net`), `${P}net gone from NodeStatus`);
+  await eventually(() => !hostLinks().some((l) => l.ifname === `${P}br`), 'the bridge knit made for the dropped network is gone');
   const res = await fetch(`${metricsBase}/metrics`);
   t.is(res.status, 200);
   const text = await res.text();
