@@ -1,5 +1,5 @@
-// What a config reload changes about the networks. Core uses it to set up added networks,
-// rebuild changed ones, and refuse to drop one that still has sandboxes attached.
+// What a config reload changes about the networks: the daemon logs it and removes the bridges
+// of dropped networks (IPAM has already refused a drop that would strand held addresses).
 
 import type { KnitConfig, NetworkConfig } from './resolve.js';
 

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import pino from 'pino';
-import { loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
+import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { PlanRunner } from './action-runner.js';
@@ -145,10 +145,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
         // address would not fit), then the switch: attaches meanwhile see the old config whole.
         const nextUnready = await setUpNetworks(next.networks);
         ipam.reconfigure(next.networks);
+        const changes = diffNetworks(config.networks, next.networks);
         const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(next[k]));
-        if (needRestart.length) log.warn({ keys: needRestart }, 'config reloaded; these keys take effect at the next restart');
-        else log.info({ config: opts.config }, 'config reloaded');
-        const dropped = config.networks.filter((old) => !next.networks.some((n) => n.name === old.name));
+        if (needRestart.length) log.warn({ networks: changes, keys: needRestart }, 'config reloaded; these keys take effect at the next restart');
+        else log.info({ config: opts.config, networks: changes }, 'config reloaded');
+        const dropped = config.networks.filter((old) => changes.removed.includes(old.name));
         config = next;
         unready = nextUnready;
         // Unused by now (reconfigure refused otherwise): the bridges knit made for them go.
