@@ -8,7 +8,6 @@ import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../confi
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { PlanRunner } from './action-runner.js';
-import { createNetns, deleteNetns } from '../net/netns.js';
 import { peerCred } from '../net/peercred.js';
 import { SandboxManager, type ManagerHooks } from '../core/manager.js';
 import { Reaper } from '../core/reaper.js';
@@ -25,6 +24,7 @@ import { ExtensionRegistry } from './extensions.js';
 import { KnitMetrics, startMetricsServer } from './metrics.js';
 import { failpointsFromEnv } from './failpoints.js';
 import { NetnsChecker } from './netns-checker.js';
+import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './handoff.js';
 import { publishLinkEvents } from './link-events.js';
 
@@ -113,7 +113,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
   const stopLinkEvents = publishLinkEvents(manager, records, log);
-  const created = new Set<string>();
+  const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   const api = await startApiServer({
     socketPath: config.socket,
     service: manager,
@@ -121,16 +121,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
     logger: log,
     peerCred: (fd) => peerCred(fd),
     defaultNetnsDir: config.netnsDir,
-    createNetns: async (p) => {
-      await createNetns(p);
-      created.add(p);
-    },
-    deleteNetns: async (p) => {
-      // Only namespaces knit pinned itself (KNI CreateNetwork) are knit's to delete.
-      if (!created.has(p)) return;
-      await deleteNetns(p, { ignoreMissing: true });
-      created.delete(p);
-    },
+    createNetns: (p) => pinned.create(p),
+    deleteNetns: (idOrPath) => pinned.delete(idOrPath),
   });
   const handoff = await startHandoffServer({
     socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,

@@ -19,7 +19,7 @@ test.after.always(async () => {
   await cleanupDaemon(d, opts, [`${P}-sb1`, `${P}-sb2`]);
 });
 
-test('KNI Create → Attach → Query → Detach → Delete against the real daemon', async (t) => {
+test.serial('KNI Create → Attach → Query → Detach → Delete against the real daemon', async (t) => {
   const client = kniClient(d!.socket);
   const prefix = path.join(d!.dir, 'netns');
   const pod = { name: `${P}-web`, namespace: 'default', uid: `${P}-uid`, id: `${P}-sb1`, netnsPathPrefix: prefix };
@@ -35,7 +35,7 @@ test('KNI Create → Attach → Query → Detach → Delete against the real dae
   client.close();
 });
 
-test('KNI AttachInterface gives the pod a working interface (checked with ip while attached)', async (t) => {
+test.serial('KNI AttachInterface gives the pod a working interface (checked with ip while attached)', async (t) => {
   const client = kniClient(d!.socket);
   const pod = { name: `${P}-db`, namespace: 'default', uid: `${P}-uid2`, id: `${P}-sb2` };
   const created = await kniCall(client, 'CreateNetwork', { name: pod.name, uid: pod.uid, namespace: pod.namespace, netns_path_prefix: path.join(d!.dir, 'netns') });
@@ -54,4 +54,28 @@ test('KNI AttachInterface gives the pod a working interface (checked with ip whi
   }
   t.false(existsSync(created.netns_path));
   await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${pod.id};`)), "host end reaped");
+});
+
+test.serial('DeleteNetwork deletes what CreateNetwork pinned even after a restart, and refuses a netns knit did not pin', async (t) => {
+  let client = kniClient(d!.socket);
+  const pod = { name: `${P}-rs`, namespace: 'default', uid: `${P}-uid3` };
+  const created = await kniCall(client, 'CreateNetwork', { ...pod, netns_path_prefix: path.join(d!.dir, 'netns') });
+  client.close();
+  await d!.stop();
+  d = await d!.restart();
+  client = kniClient(d.socket);
+  const foreign = `${P}-foreign`;
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('ip', ['netns', 'add', foreign]);
+  try {
+    const err = await t.throwsAsync(kniCall(client, 'DeleteNetwork', { id: `${P}-x`, netns_path: `/run/netns/${foreign}` }));
+    t.regex(err!.message, /did not create/);
+    t.true(existsSync(`/run/netns/${foreign}`), "someone else's netns is left alone");
+    await kniCall(client, 'DeleteNetwork', { id: `${P}-sb3`, netns_path: created.netns_path });
+    t.false(existsSync(created.netns_path), 'the netns pinned before the restart is gone');
+    await kniCall(client, 'DeleteNetwork', { id: `${P}-sb3`, netns_path: created.netns_path }); // twice is fine
+  } finally {
+    execFileSync('ip', ['netns', 'del', foreign]);
+    client.close();
+  }
 });

@@ -1,0 +1,42 @@
+// The network namespaces knit pinned itself (KNI CreateNetwork). Remembered in a record store
+// under runDir, so a restarted daemon still deletes what it made, and never deletes a
+// namespace someone else pinned.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { RecordStore } from '../store/index.js';
+import { createNetns, deleteNetns } from '../net/netns.js';
+import { KnitError } from '../core/errors.js';
+
+interface Pinned { path: string; createdAt: string }
+
+export class PinnedNetns {
+  private constructor(private readonly store: RecordStore<Pinned>) {}
+
+  static async open(runDir: string, onProblem: (p: { file: string; reason: string }) => void): Promise<PinnedNetns> {
+    const store = await RecordStore.open<Pinned>(path.join(runDir, 'pinned-netns'), undefined, { onProblem });
+    // A reboot or someone's `ip netns del` may have removed some: forget those.
+    for (const p of [...store.values()]) if (!existsSync(p.path)) await store.remove(p.path);
+    return new PinnedNetns(store);
+  }
+
+  async create(file: string): Promise<void> {
+    await createNetns(file);
+    await this.store.put(file, { path: file, createdAt: new Date().toISOString() });
+  }
+
+  /** Deletes a netns knit pinned. A path that is already gone is fine (DeleteNetwork twice);
+   * one knit did not pin is refused; a bare sandbox id cannot be resolved here. */
+  async delete(idOrPath: string): Promise<void> {
+    if (!idOrPath.startsWith('/')) {
+      throw new KnitError('NOT_FOUND', `no netns is recorded for sandbox ${idOrPath}; name it by netns_path`, { field: 'id' });
+    }
+    if (!this.store.get(idOrPath)) {
+      if (!existsSync(idOrPath)) return;
+      throw new KnitError('FAILED_PRECONDITION', `netns_path: knit did not create ${idOrPath}; it deletes only the namespaces its CreateNetwork pinned`, {
+        field: 'netns_path',
+      });
+    }
+    await deleteNetns(idOrPath, { ignoreMissing: true });
+    await this.store.remove(idOrPath);
+  }
+}
