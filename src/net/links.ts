@@ -27,7 +27,3 @@ export async function listLinks(h: NetHandle, kind?: string): Promise<LinkInfo[]
   return r.links ?? [];
 }
 
-/** Links whose alias starts with prefix (knit tags what it creates with "knit:..."). */
-export async function linksTagged(h: NetHandle, prefix: string): Promise<LinkInfo[]> {
-  return (await listLinks(h)).filter((l) => l.alias?.startsWith(prefix));
-}
