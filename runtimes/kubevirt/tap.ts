@@ -9,42 +9,16 @@
 // it is what KubeVirt's own bridge and masquerade bindings are not: plain L2 pass-through.
 // KubeVirt's managedTap flavour (bridge + tap + dummy) is the bridge binding here.
 import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag } from '../../src/core/names.js';
-import { planPodVeth } from '../common/pod-veth.js';
-import { planTap } from '../common/tap.js';
-import { planRedirect } from '../common/tc-redirect.js';
-import { guestConfigFrom, splitPodL3 } from '../common/guest-config.js';
-import { tapHandoff } from '../common/handoff.js';
+import { planVethTap } from '../common/veth-tap.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtTapName } from './names.js';
 import type { KubevirtOptions } from './options.js';
 
 export function planTapBinding(input: InterfaceInput, opts: KubevirtOptions): InterfacePlan {
-  const ns = input.netnsPath;
   const tap = kubevirtTapName(input.iface.name, opts.index);
   checkDerivedNames(opts.index, [tap]);
-  const { veth, ...pod } = planPodVeth(input);
-  const { l3 } = splitPodL3(pod.steps, ns, veth.podName);
-  const guest = guestConfigFrom(l3, pod.ips, {
-    name: input.iface.name, mac: veth.mac, mtu: veth.mtu, dns: input.request.dns, delivery: 'dhcp',
+  return planVethTap(input, {
+    tap, queues: opts.queues, owner: opts.owner, group: opts.group, delivery: 'dhcp', runtime: 'kubevirt', model: 'tap',
+    extra: (veth) => ({ libvirt: libvirtInterfaceXml(tap, veth.mac, veth.mtu, opts.queues) }),
   });
-  const steps = [
-    ...pod.steps,
-    ...planTap({
-      netns: ns, name: tap, queues: opts.queues, owner: opts.owner, group: opts.group, mtu: veth.mtu,
-      alias: aliasTag(input.sandboxId, input.iface.name),
-    }),
-    ...planRedirect(ns, veth.podName, tap),
-  ];
-  const handoff = tapHandoff({
-    runtime: 'kubevirt', model: 'tap', name: tap, netns: ns, queues: opts.queues, owner: opts.owner, group: opts.group,
-    mac: veth.mac, mtu: veth.mtu, podIpsOn: 'pod+guest', guest,
-    libvirt: libvirtInterfaceXml(tap, veth.mac, veth.mtu, opts.queues),
-  });
-  return {
-    steps,
-    interfaces: [...pod.interfaces, { name: tap, kind: 'tap', mtu: veth.mtu, sandbox: ns, handoff }],
-    ips: pod.ips,
-    routes: pod.routes,
-  };
 }
