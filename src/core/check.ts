@@ -15,8 +15,20 @@ async function getLink(runner: ActionRunner, netns: string | undefined, name: st
   }
 }
 
-export async function checkRecord(rec: SandboxRecord, runner: ActionRunner): Promise<CheckReport> {
+/** The bridge each host end of a bridge-mode network belongs on: host device name -> bridge. */
+function expectedMasters(rec: SandboxRecord, bridgeOf: (network: string) => string | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const a of rec.allocations) {
+    const bridge = bridgeOf(a.network);
+    const podSide = rec.result.interfaces.find((i) => i.sandbox && i.name === a.ifname);
+    if (bridge && podSide?.hostName) out.set(podSide.hostName, bridge);
+  }
+  return out;
+}
+
+export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, bridgeOf: (network: string) => string | undefined = () => undefined): Promise<CheckReport> {
   const differences: string[] = [];
+  const masters = expectedMasters(rec, bridgeOf);
   if (rec.state !== 'attached') differences.push(`sandbox is ${rec.state}, not attached`);
   const nsAlive = runner.netnsUsable(rec.netns.path, rec.netns);
   if (!nsAlive) differences.push(`netns ${rec.netns.path} is gone or is no longer the namespace knit attached`);
@@ -34,6 +46,11 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner): Pro
     if (!link.up) differences.push(`${ifc.name} ${where} is down`);
     if (ifc.mtu && link.mtu !== ifc.mtu) differences.push(`${ifc.name} ${where} has MTU ${link.mtu}, expected ${ifc.mtu}`);
     if (ifc.mac && link.mac?.toLowerCase() !== ifc.mac.toLowerCase()) differences.push(`${ifc.name} ${where} has MAC ${link.mac}, expected ${ifc.mac}`);
+    const bridge = masters.get(ifc.name);
+    if (bridge) {
+      const br = await getLink(runner, undefined, bridge);
+      if (!br || link.master !== br.index) differences.push(`${ifc.name} ${where} is not a port of bridge ${bridge}`);
+    }
     if (!ifc.sandbox) continue;
     // A VM guest, not the pod netns, holds these addresses (Kata macvtap, KubeVirt bridge).
     if ((ifc.handoff as { podIpsOn?: string } | undefined)?.podIpsOn === 'guest') continue;

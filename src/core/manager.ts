@@ -189,6 +189,11 @@ export class SandboxManager implements SandboxService {
     return result;
   }
 
+  private readonly bridgeOf = (network: string) => {
+    const net = this.deps.networks().get(network);
+    return net?.mode === 'bridge' ? net.bridge : undefined;
+  };
+
   private networkFor(name: string | undefined, i: number): NetworkSpec {
     const networkName = name || this.deps.defaultNetwork();
     const net = this.deps.networks().get(networkName);
@@ -274,12 +279,12 @@ export class SandboxManager implements SandboxService {
 
   async check(sandboxId: string): Promise<CheckReport> {
     const record = this.mustGet(sandboxId);
-    return checkRecord(record, this.deps.runner);
+    return checkRecord(record, this.deps.runner, this.bridgeOf);
   }
 
   async query(sandboxId: string) {
     const record = this.mustGet(sandboxId);
-    const live = await checkRecord(record, this.deps.runner);
+    const live = await checkRecord(record, this.deps.runner, this.bridgeOf);
     const v = view(record);
     return { ...v, result: v.result && (this.deps.handoff?.decorate(v.result) ?? v.result), live };
   }

@@ -97,6 +97,10 @@ test.serial('query and check report the live state; check names what drifted', a
   const c = await d!.call('Check', { sandbox_id: p.id });
   t.false(c.ok);
   t.true(c.differences.some((s: string) => /eth0 .*MTU 1400, expected 1500/.test(s)), c.differences.join('; '));
+  const hostEnd = q.sandbox.result.interfaces.find((i: any) => !i.sandbox).name;
+  execFileSync('ip', ['link', 'set', hostEnd, 'nomaster']);
+  const c2 = await d!.call('Check', { sandbox_id: p.id });
+  t.true(c2.differences.some((s: string) => s.includes(`${hostEnd} on the host is not a port of bridge ${P}br`)), c2.differences.join('; '));
 });
 
 test.serial('detach removes everything of the sandbox and frees its address; detach again is fine', async (t) => {
