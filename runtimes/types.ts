@@ -15,6 +15,9 @@ export interface NetworkSpec {
   ipv4?: { subnet: string; gateway: string };
   ipv6?: { subnet: string; gateway: string };
   routes: { dst: string; gw?: string }[];
+  /** The node's kernel can forward IPv6 per device (net.ipv6.conf.<dev>.force_forwarding,
+   * Linux 6.17+): routed mode then forwards a pod's IPv6 without touching the global switch. */
+  ipv6PerDeviceForwarding?: boolean;
 }
 
 export interface Allocation {

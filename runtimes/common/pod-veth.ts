@@ -77,6 +77,12 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         do: { op: 'sysctl.set', key: `net.ipv4.conf.${veth.hostName}.forwarding`, value: '1' },
       });
     }
+    if (addresses.some((a) => a.family === 6) && network.ipv6PerDeviceForwarding) {
+      steps.push({
+        description: `forward IPv6 arriving on ${veth.hostName}`,
+        do: { op: 'sysctl.set', key: `net.ipv6.conf.${veth.hostName}.force_forwarding`, value: '1' },
+      });
+    }
   }
 
   const ips: PlannedIp[] = [];

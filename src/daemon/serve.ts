@@ -3,6 +3,7 @@
 // side, and serves the API. Nothing below this file knows how the others are wired.
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
 import { RecordStore } from '../store/index.js';
@@ -35,8 +36,11 @@ export interface ServeOptions {
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
 const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
 
+/** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
+const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
+
 export function networkSpecs(config: KnitConfig): Map<string, NetworkSpec> {
-  return new Map(config.networks.map((n) => [n.name, n]));
+  return new Map(config.networks.map((n) => [n.name, { ...n, ipv6PerDeviceForwarding }]));
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
@@ -67,6 +71,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     return notReady;
   };
   let unready = await setUpNetworks(config.networks);
+  let specs = networkSpecs(config);
 
   const repaired = await recover(records, ipam, runner, reaper);
   log.info({ ...repaired, kept: repaired.kept.length }, 'start-up repair done');
@@ -92,7 +97,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const tokens = new HandoffTokens(config.handoffSocket);
   const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions, (f) => log.warn(f, 'extension call failed'));
   const manager = new SandboxManager({
-    networks: () => networkSpecs(config),
+    networks: () => specs,
     defaultNetwork: () => config.defaultNetwork,
     unreadyNetworks: () => unready,
     records,
@@ -143,6 +148,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
         else log.info({ config: opts.config, networks: changes }, 'config reloaded');
         const dropped = config.networks.filter((old) => changes.removed.includes(old.name));
         config = next;
+        specs = networkSpecs(next);
         unready = nextUnready;
         // Unused by now (reconfigure refused otherwise): the bridges knit made for them go.
         for (const net of dropped) await removeNetwork(runner, net).catch((err: Error) => log.warn({ network: net.name, err: err.message }, 'cannot remove the bridge of a dropped network'));

@@ -10,6 +10,7 @@ const P = 'krt';
 const opts = {
   prefix: P,
   subnet: '10.231.6.0/24',
+  subnet6: 'fd6b:6e69:7406::/64',
   mode: 'routed' as const,
   extraNetworks: [{ name: `${P}ds`, mode: 'bridge', bridge: `${P}dbr`, ipv4: { subnet: '10.231.7.0/24' }, ipv6: { subnet: 'fd6b:6e69:7407::/64' } }],
 };
@@ -18,9 +19,11 @@ const ns = [0, 1, 2].map((i) => `${P}-pod${i}`);
 const ids = [0, 1, 2].map((i) => `${P}-sb${i}`);
 
 let ipForwardBefore = '';
+let ipv6ForwardBefore = '';
 
 test.before(async () => {
   ipForwardBefore = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8');
+  ipv6ForwardBefore = readFileSync('/proc/sys/net/ipv6/conf/all/forwarding', 'utf8');
   d = await startDaemon(opts);
   ns.forEach(makeNetns);
 });
@@ -54,6 +57,14 @@ test.serial('routed: /32 addresses, host routes, a link-local gateway; pods reac
 
   t.true(pingFrom(undefined, ipA), 'host → pod');
   t.true(pingFrom(ns[0], ipB), 'pod → pod through the host');
+  // IPv6: a /128, forwarded per device (Linux 6.17+), the host's global switch untouched.
+  const v6A = a.ips.find((i: any) => i.address.includes(':')).address;
+  const v6B = b.ips.find((i: any) => i.address.includes(':')).address.split('/')[0];
+  t.regex(v6A, /^fd6b:6e69:7406::[0-9a-f]+\/128$/);
+  t.is(readFileSync('/proc/sys/net/ipv6/conf/all/forwarding', 'utf8'), ipv6ForwardBefore, "the host's global IPv6 forwarding is not knit's to change");
+  // The host ends' own link-local addresses finish DAD about a second after creation; until
+  // then the host cannot resolve the far pod (NDP needs a source).
+  t.truthy(await eventually(() => pingFrom(ns[0], v6B), 'pod → pod over IPv6 through the host', 8000));
 
   for (const i of [0, 1]) await d!.call('Detach', { sandbox_id: ids[i] });
   t.deepEqual(ipJson(['route', 'show', `${ipA}/32`]), [], 'host route removed');
