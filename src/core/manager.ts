@@ -117,10 +117,10 @@ export class SandboxManager implements SandboxService {
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
 
     const netns = this.deps.netns.identify(req.netnsPath);
-    for (const other of this.deps.records.values()) {
+    for (const otherId of this.sandboxesIn(netns)) {
+      const other = this.deps.records.get(otherId);
       // nsfs inode numbers are reused once a netns is gone: only a live one is a conflict.
-      const same = other.netns.dev === netns.dev && other.netns.ino === netns.ino;
-      if (same && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
+      if (other && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
         throw new KnitError('FAILED_PRECONDITION', `netns_path: ${req.netnsPath} is already attached as sandbox ${other.sandboxId}`, {
           field: 'netns_path',
         });
@@ -160,6 +160,7 @@ export class SandboxManager implements SandboxService {
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
+      this.indexNetns(record, true);
     } catch (err) {
       releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
       throw new KnitError('INTERNAL', `cannot write the record of sandbox ${req.sandboxId}: ${(err as Error).message}`, { cniCode: CniCode.ioFailure });
@@ -187,6 +188,28 @@ export class SandboxManager implements SandboxService {
     }
     this.events.emit('event', { type: 'attach', sandboxId: req.sandboxId, result } satisfies WatchEvent);
     return result;
+  }
+
+  /** Sandbox ids by their netns identity, so the conflict check costs the same with 10 records
+   * or 10,000. Built from the records on first use, then kept in step with every write. */
+  private netnsIndex?: Map<string, Set<string>>;
+
+  private sandboxesIn(id: { dev: number; ino: number }): Iterable<string> {
+    if (!this.netnsIndex) {
+      this.netnsIndex = new Map();
+      for (const r of this.deps.records.values()) this.indexNetns(r, true);
+    }
+    return this.netnsIndex.get(`${id.dev}:${id.ino}`) ?? [];
+  }
+
+  private indexNetns(rec: SandboxRecord, present: boolean): void {
+    if (!this.netnsIndex) return; // built lazily from the records, which already say it
+    const key = `${rec.netns.dev}:${rec.netns.ino}`;
+    const ids = this.netnsIndex.get(key) ?? new Set<string>();
+    if (present) ids.add(rec.sandboxId);
+    else ids.delete(rec.sandboxId);
+    if (ids.size) this.netnsIndex.set(key, ids);
+    else this.netnsIndex.delete(key);
   }
 
   private readonly bridgeOf = (network: string) => {
@@ -238,6 +261,7 @@ export class SandboxManager implements SandboxService {
     }
     releaseInterfaces(this.deps.ipam, record.sandboxId, record.allocations);
     await this.deps.records.remove(record.sandboxId);
+    this.indexNetns(record, false);
   }
 
   // ---- detach --------------------------------------------------------------------------
@@ -271,6 +295,7 @@ export class SandboxManager implements SandboxService {
     }
     releaseInterfaces(this.deps.ipam, sandboxId, record.allocations);
     await this.deps.records.remove(sandboxId);
+    this.indexNetns(record, false);
     this.deps.handoff?.forget(sandboxId);
     this.events.emit('event', { type: 'detach', sandboxId } satisfies WatchEvent);
   }

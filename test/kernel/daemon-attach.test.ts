@@ -189,3 +189,17 @@ test.serial('a new sandbox can attach into a netns the moment the previous one d
   t.true(pingFrom(p.ns, '10.231.1.1'));
   await d!.call('Detach', { sandbox_id: `${P}-sb9b` });
 });
+
+test.serial('a second sandbox in a netns that is already attached is refused naming netns_path; after detach it is free', async (t) => {
+  const p = pod(10);
+  ids.push(`${P}-sb10b`);
+  await d!.call('Attach', attachReq(p.id, p.path));
+  const err = await t.throwsAsync(d!.call('Attach', attachReq(`${P}-sb10b`, p.path, { interfaces: [{ name: 'net1' }] })));
+  t.is((err as any).code, status.FAILED_PRECONDITION);
+  t.regex(err!.message, new RegExp(`netns_path: .* is already attached as sandbox ${p.id}`));
+  t.false(hostLinks().some((l) => l.ifalias?.includes(`sandbox=${P}-sb10b;`)), 'the refused attach made nothing');
+  await d!.call('Detach', { sandbox_id: p.id });
+  await d!.call('Attach', attachReq(`${P}-sb10b`, p.path, { interfaces: [{ name: 'net1' }] }));
+  await d!.call('Detach', { sandbox_id: `${P}-sb10b` });
+  t.pass();
+});
