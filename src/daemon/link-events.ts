@@ -9,12 +9,20 @@ export function publishLinkEvents(
   records: { values(): Iterable<SandboxRecord> },
   log: { warn(o: object, m: string): void },
 ): () => void {
-  // name -> sandbox id, kept in step with attach/detach instead of scanning records per event.
+  // name -> sandbox id (and back), kept in step with attach/detach instead of scanning per event.
   const owners = new Map<string, string>();
-  for (const r of records.values()) for (const n of ownedHostDevices(r)) owners.set(n, r.sandboxId);
+  const devices = new Map<string, string[]>();
+  const own = (sandboxId: string, names: string[]) => {
+    devices.set(sandboxId, names);
+    for (const n of names) owners.set(n, sandboxId);
+  };
+  for (const r of records.values()) own(r.sandboxId, ownedHostDevices(r));
   const unwatch = manager.watch((e) => {
-    if (e.type === 'attach' && e.result) for (const i of e.result.interfaces) if (!i.sandbox) owners.set(i.name, e.sandboxId);
-    if (e.type === 'detach') for (const [n, id] of owners) if (id === e.sandboxId) owners.delete(n);
+    if (e.type === 'attach' && e.result) own(e.sandboxId, e.result.interfaces.filter((i) => !i.sandbox).map((i) => i.name));
+    if (e.type === 'detach') {
+      for (const n of devices.get(e.sandboxId) ?? []) owners.delete(n);
+      devices.delete(e.sandboxId);
+    }
   });
   let monitor: Monitor | undefined;
   try {
