@@ -14,16 +14,12 @@ import { VFIO_DRIVER } from '../../src/devices/vfio.js';
 import type { LinkInfo } from '../../src/net/ops.js';
 import type { InterfaceInput, PrepareContext } from '../types.js';
 import type { PreparedDevice } from './prepared.js';
+import { interfaceIndex } from '../common/binding-options.js';
 
 const precondition = (field: string, message: string) => new KnitError('FAILED_PRECONDITION', `${field}: ${message}`, { field });
 
 /** The name the device gets inside the sandbox (netdev mode). */
 export const podName = (input: InterfaceInput, ref: DeviceRef) => ref.parameters.interfaceName ?? input.iface.name;
-
-export function interfaceIndex(input: InterfaceInput): number {
-  const i = input.request.interfaces.indexOf(input.iface);
-  return i >= 0 ? i : input.request.interfaces.findIndex((x) => x.name === input.iface.name);
-}
 
 async function getLink(ctx: PrepareContext, netns: string | undefined, name: string): Promise<LinkInfo | undefined> {
   try {
