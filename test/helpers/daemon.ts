@@ -3,6 +3,7 @@
 // promisified knit.v1 client. stop() ends only that PID and removes everything it made.
 import * as grpc from '@grpc/grpc-js';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -229,4 +230,48 @@ export async function eventually<T>(fn: () => T | undefined | false, what: strin
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** Pods (netns + sandbox id) named after a test's prefix, remembered for its teardown. */
+export function podFactory(prefix: string) {
+  const netnsNames: string[] = [];
+  const ids: string[] = [];
+  return {
+    netnsNames,
+    ids,
+    pod(n: number) {
+      const name = `${prefix}-pod${n}`;
+      netnsNames.push(name);
+      ids.push(`${prefix}-sb${n}`);
+      return { ns: name, path: makeNetns(name), id: `${prefix}-sb${n}` };
+    },
+    removeAll() {
+      for (const n of netnsNames) removeNetns(n);
+    },
+  };
+}
+
+/** A knit.v1 Attach of one runc eth0, the shape most daemon tests send. */
+export function runcAttachReq(id: string, netns: string, o: { podName?: string; podNamespace?: string; extra?: object } = {}) {
+  return {
+    sandbox_id: id,
+    pod_name: o.podName ?? id,
+    pod_namespace: o.podNamespace ?? 'default',
+    pod_uid: `uid-${id}`,
+    netns_path: netns,
+    runtime: 'RUNC',
+    interfaces: [{ name: 'eth0' }],
+    ...o.extra,
+  };
+}
+
+/** A loopback port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.once('error', reject);
+  });
 }

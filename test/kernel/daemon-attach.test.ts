@@ -3,33 +3,16 @@
 import test from 'ava';
 import { status } from '@grpc/grpc-js';
 import {
-  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, eventually, hostLinks, type Daemon,
+  startDaemon, cleanupDaemon, removeNetns, ipJson, pingFrom, eventually, hostLinks, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
 
 const P = 'kda';
 const SUBNET = '10.231.1.0/24';
 const opts = { prefix: P, subnet: SUBNET };
 let d: Daemon | undefined;
-const netnsNames: string[] = [];
-const ids: string[] = [];
+const { pod, netnsNames, ids } = podFactory(P);
 
-function pod(n: number) {
-  const name = `${P}-pod${n}`;
-  netnsNames.push(name);
-  ids.push(`${P}-sb${n}`);
-  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
-}
-
-const attachReq = (id: string, netns: string, extra: object = {}) => ({
-  sandbox_id: id,
-  pod_name: id,
-  pod_namespace: 'default',
-  pod_uid: `uid-${id}`,
-  netns_path: netns,
-  runtime: 'RUNC',
-  interfaces: [{ name: 'eth0' }],
-  ...extra,
-});
+const attachReq = (id: string, netns: string, extra: object = {}) => runcAttachReq(id, netns, { extra });
 
 test.before(async () => {
   d = await startDaemon(opts);

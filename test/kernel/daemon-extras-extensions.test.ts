@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { knitProto } from '../../src/api/proto.js';
 import {
-  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, eventually, hostLinks, type Daemon,
+  startDaemon, cleanupDaemon, removeNetns, ipJson, eventually, hostLinks, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
 
 const P = 'kex';
@@ -18,8 +18,7 @@ const GATE = `${P}-gate`;
 const opts = { prefix: P, subnet: SUBNET, config: { requiredExtensions: [GATE] } };
 let d: Daemon | undefined;
 const extDir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-ext-`));
-const netnsNames: string[] = [];
-const ids: string[] = [];
+const { pod, netnsNames, ids } = podFactory(P);
 const servers: TestExtension[] = [];
 
 interface Notified {
@@ -67,22 +66,7 @@ async function startExtension(name: string, answer: (e: Notified) => { ok: boole
   return ext;
 }
 
-function pod(n: number) {
-  const name = `${P}-pod${n}`;
-  netnsNames.push(name);
-  ids.push(`${P}-sb${n}`);
-  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
-}
-
-const attachReq = (id: string, netns: string) => ({
-  sandbox_id: id,
-  pod_name: `pod-${id}`,
-  pod_namespace: 'exts',
-  pod_uid: `uid-${id}`,
-  netns_path: netns,
-  runtime: 'RUNC',
-  interfaces: [{ name: 'eth0' }],
-});
+const attachReq = (id: string, netns: string) => runcAttachReq(id, netns, { podName: `pod-${id}`, podNamespace: 'exts' });
 
 const registration = (name: string, endpoint: string, phase: 'POST_ATTACH' | 'PRE_DETACH', required = false, order = 0) => ({
   extension: { name, endpoint, phase, required, order },

@@ -4,7 +4,7 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import {
-  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, removeLinkQuietly, type Daemon,
+  startDaemon, cleanupDaemon, removeNetns, ipJson, pingFrom, removeLinkQuietly, podFactory, type Daemon,
 } from '../helpers/daemon.js';
 
 const P = 'khp';
@@ -21,15 +21,7 @@ const opts = {
   },
 };
 let d: Daemon | undefined;
-const netnsNames: string[] = [];
-const ids: string[] = [];
-
-function pod(n: number) {
-  const name = `${P}-pod${n}`;
-  netnsNames.push(name);
-  ids.push(`${P}-sb${n}`);
-  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
-}
+const { pod, netnsNames, ids } = podFactory(P);
 
 const attachReq = (id: string, netns: string, network: string) => ({
   sandbox_id: id, pod_name: id, pod_namespace: 'hp', pod_uid: `uid-${id}`, netns_path: netns, runtime: 'RUNC',

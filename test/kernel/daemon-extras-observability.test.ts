@@ -3,9 +3,8 @@
 import test from 'ava';
 import { status } from '@grpc/grpc-js';
 import { execFileSync } from 'node:child_process';
-import net from 'node:net';
 import {
-  startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, hostLinks, type Daemon,
+  startDaemon, cleanupDaemon, removeNetns, eventually, hostLinks, podFactory, runcAttachReq, freePort, type Daemon,
 } from '../helpers/daemon.js';
 
 const P = 'kob';
@@ -14,30 +13,9 @@ const MESH = `${P}-mesh`;
 let d: Daemon | undefined;
 let base = '';
 const opts = { prefix: P, subnet: SUBNET, config: {} as Record<string, unknown> };
-const netnsNames: string[] = [];
-const ids: string[] = [];
+const { pod, netnsNames, ids } = podFactory(P);
 
-function pod(n: number) {
-  const name = `${P}-pod${n}`;
-  netnsNames.push(name);
-  ids.push(`${P}-sb${n}`);
-  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
-}
-
-const attachReq = (id: string, netns: string) => ({
-  sandbox_id: id, pod_name: id, pod_namespace: 'obs', pod_uid: `uid-${id}`, netns_path: netns, runtime: 'RUNC', interfaces: [{ name: 'eth0' }],
-});
-
-/** A loopback port nobody listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
-}
+const attachReq = (id: string, netns: string) => runcAttachReq(id, netns, { podNamespace: 'obs' });
 
 async function get(p: string): Promise<{ status: number; body: string }> {
   const res = await fetch(`${base}${p}`);

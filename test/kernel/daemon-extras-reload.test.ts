@@ -3,9 +3,8 @@
 // with file:line and key while the running config stays.
 import test from 'ava';
 import { readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import {
-  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, eventually, hostLinks, removeLinkQuietly, type Daemon,
+  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, pingFrom, eventually, hostLinks, removeLinkQuietly, freePort, type Daemon,
 } from '../helpers/daemon.js';
 
 const P = 'krl';
@@ -27,16 +26,6 @@ function readConfig(): any {
 
 function writeConfig(cfg: unknown): void {
   writeFileSync(d!.configPath, JSON.stringify(cfg, null, 2));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
 }
 
 async function metrics(): Promise<string> {

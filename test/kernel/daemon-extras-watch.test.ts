@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { execFileSync } from 'node:child_process';
 import { knitProto } from '../../src/api/proto.js';
 import {
-  startDaemon, cleanupDaemon, makeNetns, removeNetns, ipJson, eventually, hostLinks, type Daemon,
+  startDaemon, cleanupDaemon, removeNetns, ipJson, eventually, hostLinks, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
 
 const P = 'kwa';
@@ -13,19 +13,9 @@ const SUBNET = '10.234.6.0/24';
 const opts = { prefix: P, subnet: SUBNET };
 let d: Daemon | undefined;
 let client: grpc.Client | undefined;
-const netnsNames: string[] = [];
-const ids: string[] = [];
+const { pod, netnsNames, ids } = podFactory(P);
 
-function pod(n: number) {
-  const name = `${P}-pod${n}`;
-  netnsNames.push(name);
-  ids.push(`${P}-sb${n}`);
-  return { ns: name, path: makeNetns(name), id: `${P}-sb${n}` };
-}
-
-const attachReq = (id: string, netns: string) => ({
-  sandbox_id: id, pod_name: id, pod_namespace: 'w', pod_uid: `uid-${id}`, netns_path: netns, runtime: 'RUNC', interfaces: [{ name: 'eth0' }],
-});
+const attachReq = (id: string, netns: string) => runcAttachReq(id, netns, { podNamespace: 'w' });
 
 interface Watching {
   events: any[];
