@@ -23,13 +23,6 @@ Napi::Value ThrowField(Napi::Env env, const nl::FieldError& e) {
 }
 
 // A batch on a closed handle fails at its first op (none took effect).
-OpError ClosedError() {
-  OpError e;
-  e.err = EBADF;
-  e.index = 0;
-  return e;
-}
-
 Napi::Error BatchError(Napi::Env env, const OpError& err, const std::vector<nl::OpResult>& completed) {
   Napi::Error e = MakeOpError(env, err);
   e.Set("completed", nl::ToJs(env, completed));
@@ -48,14 +41,7 @@ class RunWorker : public Napi::AsyncWorker {
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    std::lock_guard<std::mutex> lock(handle_->Mutex());
-    if (!handle_->Socket().IsOpen()) {
-      err_ = ClosedError();
-      rc_ = -EBADF;
-      return;
-    }
-    nl::RunContext ctx{&handle_->Socket(), handle_->NetnsFd()};
-    rc_ = nl::RunBatch(ctx, ops_, &results_, &err_);
+    rc_ = handle_->WithContext(&err_, [&](nl::RunContext& ctx) { return nl::RunBatch(ctx, ops_, &results_, &err_); });
   }
 
   void OnOK() override {
@@ -150,17 +136,7 @@ Napi::Value Handle::RunSync(const Napi::CallbackInfo& info) {
   }
   std::vector<nl::OpResult> results;
   OpError err;
-  int rc;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!socket_.IsOpen()) {
-      err = ClosedError();
-      rc = -EBADF;
-    } else {
-      nl::RunContext ctx{&socket_, nsfd_};
-      rc = nl::RunBatch(ctx, ops, &results, &err);
-    }
-  }
+  int rc = WithContext(&err, [&](nl::RunContext& ctx) { return nl::RunBatch(ctx, ops, &results, &err); });
   if (rc < 0) {
     BatchError(env, err, results).ThrowAsJavaScriptException();
     return env.Undefined();
@@ -178,17 +154,7 @@ Napi::Value Handle::Encode(const Napi::CallbackInfo& info) {
   }
   std::vector<uint8_t> bytes;
   OpError err;
-  int rc;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!socket_.IsOpen()) {
-      err = ClosedError();
-      rc = -EBADF;
-    } else {
-      nl::RunContext ctx{&socket_, nsfd_};
-      rc = nl::EncodeOp(ctx, op, &bytes, &err);
-    }
-  }
+  int rc = WithContext(&err, [&](nl::RunContext& ctx) { return nl::EncodeOp(ctx, op, &bytes, &err); });
   if (rc < 0) {
     MakeOpError(env, err).ThrowAsJavaScriptException();
     return env.Undefined();

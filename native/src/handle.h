@@ -10,9 +10,13 @@
 #pragma once
 #include <napi.h>
 
+#include <errno.h>
+
 #include <mutex>
 #include <string>
 
+#include "errors.h"
+#include "nl/op.h"
 #include "nl/socket.h"
 
 namespace knit {
@@ -23,10 +27,19 @@ class Handle : public Napi::ObjectWrap<Handle> {
   explicit Handle(const Napi::CallbackInfo& info);
   ~Handle() override;
 
-  // Serialises use of the socket between the JS thread and pool threads.
-  std::mutex& Mutex() { return mu_; }
-  nl::Socket& Socket() { return socket_; }
-  int NetnsFd() const { return nsfd_; }
+  // Runs fn(ctx) holding the socket's lock (the JS thread and pool threads share it), or
+  // answers EBADF when the handle is closed.
+  template <typename F>
+  int WithContext(OpError* err, F fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!socket_.IsOpen()) {
+      err->err = EBADF;
+      err->index = 0;
+      return -EBADF;
+    }
+    nl::RunContext ctx{&socket_, nsfd_};
+    return fn(ctx);
+  }
   void CloseNow();
 
  private:
