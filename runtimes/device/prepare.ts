@@ -11,7 +11,7 @@ import { captureVfState, pfQueryOp } from '../../src/devices/netdev-state.js';
 import { parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
 import { Sysfs } from '../../src/devices/sysfs.js';
 import { VFIO_DRIVER } from '../../src/devices/vfio.js';
-import type { LinkInfo } from '../../src/net/ops.js';
+import { findLinkIn } from '../../src/net/find-link.js';
 import type { InterfaceInput, PrepareContext } from '../types.js';
 import type { PreparedDevice } from './prepared.js';
 import { interfaceIndex } from '../common/binding-options.js';
@@ -20,16 +20,6 @@ const precondition = (field: string, message: string) => new KnitError('FAILED_P
 
 /** The name the device gets inside the sandbox (netdev mode). */
 export const podName = (input: InterfaceInput, ref: DeviceRef) => ref.parameters.interfaceName ?? input.iface.name;
-
-async function getLink(ctx: PrepareContext, netns: string | undefined, name: string): Promise<LinkInfo | undefined> {
-  try {
-    const [{ link }] = await ctx.runOps(netns, [{ op: 'link.get', link: name }]);
-    return link;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENODEV') return undefined;
-    throw err;
-  }
-}
 
 export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext): Promise<PreparedDevice> {
   const index = interfaceIndex(input);
@@ -69,7 +59,7 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
 async function captureNetdev(ctx: PrepareContext, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
   const sysfsNetdev = dev.netdevs[0];
   if (!sysfsNetdev) return;
-  const link = await getLink(ctx, undefined, sysfsNetdev.name);
+  const link = await findLinkIn(ctx.runOps, undefined, sysfsNetdev.name);
   if (!link) throw precondition(field, `sysfs lists netdev ${sysfsNetdev.name} for ${dev.pciAddress}, but the host netns has no such link`);
   if (sysfsNetdev.ifindex !== undefined && sysfsNetdev.ifindex !== link.index) {
     throw precondition(field, `${link.name} in the host netns is ifindex ${link.index}, but the netdev ${link.name} of ${dev.pciAddress} is ifindex ${sysfsNetdev.ifindex}: not the same device`);
@@ -98,7 +88,7 @@ async function checkNetdevMode(input: InterfaceInput, ctx: PrepareContext, sysfs
   const other = input.request.interfaces.findIndex((x, j) => j !== prepared.index && x.name === name);
   if (other >= 0) throw KnitError.invalid(nameField, `"${name}" is also the name of interfaces[${other}]`);
   // Checked here so that no inverse ever acts on a sandbox interface knit did not put there.
-  if (await getLink(ctx, input.netnsPath, name)) {
+  if (await findLinkIn(ctx.runOps, input.netnsPath, name)) {
     throw new KnitError('ALREADY_EXISTS', `${nameField}: netns ${input.netnsPath} already has an interface named ${name}`, { field: nameField });
   }
   const mtu = prepared.ref.parameters.mtu ?? input.iface.mtu;

@@ -3,17 +3,8 @@
 import type { ActionRunner } from './executor.js';
 import type { SandboxRecord } from './record.js';
 import type { CheckReport } from './types.js';
-import type { AddrInfo, LinkInfo, RouteInfo } from '../net/ops.js';
-
-async function getLink(runner: ActionRunner, netns: string | undefined, name: string): Promise<LinkInfo | undefined> {
-  try {
-    const [r] = await runner.runOps(netns, [{ op: 'link.get', link: name }]);
-    return r.link;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENODEV') return undefined;
-    throw err;
-  }
-}
+import type { AddrInfo, RouteInfo } from '../net/ops.js';
+import { findLinkIn } from '../net/find-link.js';
 
 /** The bridge each host end of a bridge-mode network belongs on: host device name -> bridge. */
 function expectedMasters(rec: SandboxRecord, bridgeOf: (network: string) => string | undefined): Map<string, string> {
@@ -29,6 +20,7 @@ function expectedMasters(rec: SandboxRecord, bridgeOf: (network: string) => stri
 export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, bridgeOf: (network: string) => string | undefined = () => undefined): Promise<CheckReport> {
   const differences: string[] = [];
   const masters = expectedMasters(rec, bridgeOf);
+  const runOps = runner.runOps.bind(runner);
   if (rec.state !== 'attached') differences.push(`sandbox is ${rec.state}, not attached`);
   const nsAlive = runner.netnsUsable(rec.netns.path, rec.netns);
   if (!nsAlive) differences.push(`netns ${rec.netns.path} is gone or is no longer the namespace knit attached`);
@@ -38,7 +30,7 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, brid
     if (ifc.kind === 'vfio') continue;
     const where = ifc.sandbox ? `in netns ${ifc.sandbox}` : 'on the host';
     if (ifc.sandbox && !nsAlive) continue;
-    const link = await getLink(runner, ifc.sandbox, ifc.name);
+    const link = await findLinkIn(runOps, ifc.sandbox, ifc.name);
     if (!link) {
       differences.push(`${ifc.kind} ${ifc.name} is missing ${where}`);
       continue;
@@ -48,7 +40,7 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, brid
     if (ifc.mac && link.mac?.toLowerCase() !== ifc.mac.toLowerCase()) differences.push(`${ifc.name} ${where} has MAC ${link.mac}, expected ${ifc.mac}`);
     const bridge = masters.get(ifc.name);
     if (bridge) {
-      const br = await getLink(runner, undefined, bridge);
+      const br = await findLinkIn(runOps, undefined, bridge);
       if (!br || link.master !== br.index) differences.push(`${ifc.name} ${where} is not a port of bridge ${bridge}`);
     }
     if (!ifc.sandbox) continue;

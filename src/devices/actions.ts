@@ -5,6 +5,7 @@
 // tests can hand it a simulated sysfs (test/fixtures/fake-sysfs.ts).
 import { KnitError } from '../core/errors.js';
 import type { DeviceAction, DeviceReturnAction, LinkInfo, LinkSetOp, Op, OpResult } from '../net/ops.js';
+import { findLinkIn } from '../net/find-link.js';
 import { rdmaMove, rdmaPresent } from './rdma.js';
 import { Sysfs } from './sysfs.js';
 import { bindToVfio, restoreFromVfio } from './vfio.js';
@@ -59,7 +60,7 @@ export async function runDeviceAction(netns: string | undefined, a: DeviceAction
           `${a.pciAddress}: its netdev in the host netns is ${names.length ? names.join(', ') : 'gone'}, not ${a.netdev} as when the plan was made`,
         );
       }
-      const link = await getLink(env, a.netdev);
+      const link = await findLinkIn(env.runOps, undefined, a.netdev);
       if (!link) throw precondition(`${a.pciAddress}: sysfs lists netdev ${a.netdev}, but the host netns has no such link`);
       await sameDevice(sysfs, a.pciAddress, link);
       return;
@@ -95,16 +96,6 @@ export async function sameDevice(sysfs: Sysfs, bdf: string, link: LinkInfo): Pro
   }
 }
 
-async function getLink(env: DeviceActionEnv, name: string): Promise<LinkInfo | undefined> {
-  try {
-    const [{ link }] = await env.runOps(undefined, [{ op: 'link.get', link: name }]);
-    return link;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENODEV') return undefined;
-    throw err;
-  }
-}
-
 /**
  * Give the device's netdev its recorded name, MAC, MTU and up state back. It is found by PCI
  * address, not by name: after its netns died the kernel returned it as dev<ifindex> (a VF is
@@ -123,10 +114,10 @@ async function returnNetdev(a: DeviceReturnAction, env: DeviceActionEnv): Promis
     );
   }
   const current = names.includes(a.name) ? a.name : names[0]!;
-  const link = await getLink(env, current);
+  const link = await findLinkIn(env.runOps, undefined, current);
   if (!link) throw precondition(`${a.pciAddress}: sysfs lists netdev ${current}, but the host netns has no such link`);
   await sameDevice(sysfs, a.pciAddress, link);
-  if (current !== a.name && (await getLink(env, a.name))) {
+  if (current !== a.name && (await findLinkIn(env.runOps, undefined, a.name))) {
     throw precondition(`cannot rename ${current} (${a.pciAddress}) back to ${a.name}: another interface named ${a.name} exists in the host netns`);
   }
   const macDiffers = a.mac !== undefined && link.mac?.toLowerCase() !== a.mac.toLowerCase();

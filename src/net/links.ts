@@ -1,17 +1,11 @@
 // Link look-ups by name or index (never a full dump on the hot path).
 import type { LinkInfo, LinkRef } from './ops.js';
 import type { NetHandle } from './handle.js';
-import { KernelError } from './errors.js';
+import { findLinkIn } from './find-link.js';
 
 /** The link, or undefined when there is none by that name/index in the handle's netns. */
-export async function findLink(h: NetHandle, link: LinkRef): Promise<LinkInfo | undefined> {
-  try {
-    const [r] = await h.run([{ op: 'link.get', link }]);
-    return r.link;
-  } catch (err) {
-    if (err instanceof KernelError && err.code === 'ENODEV') return undefined;
-    throw err;
-  }
+export function findLink(h: NetHandle, link: LinkRef): Promise<LinkInfo | undefined> {
+  return findLinkIn((_, ops) => h.run(ops), undefined, link);
 }
 
 /** The link; a KernelError (ENODEV) when it is missing. */
