@@ -9,9 +9,13 @@ import type { HostAction, Op, OpResult } from '../net/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { runHostAction } from './host-actions.js';
+import type { PluginLog } from '../cni-exec/invoke.js';
 
 export class PlanRunner {
   private host?: NetHandle;
+
+  /** pluginLog: where CNI plugins' stderr goes (knit's log, with the sandbox id). */
+  constructor(private readonly pluginLog?: PluginLog) {}
 
   private hostHandle(): NetHandle {
     return (this.host ??= NetHandle.open());
@@ -27,8 +31,8 @@ export class PlanRunner {
     }
   }
 
-  runHostAction(netns: string | undefined, action: HostAction): Promise<void> {
-    return runHostAction(netns, action);
+  runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
+    return runHostAction(netns, action, this.pluginLog);
   }
 
   netnsUsable(netns: string, expect?: NetnsId): boolean {
