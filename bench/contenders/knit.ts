@@ -1,6 +1,7 @@
 // knit over gRPC, client-observed: the daemon runs as a child process with a temporary config
-// and socket; each attach is one Attach RPC and each detach one Detach RPC from a grpc-js client
-// (the clock runs around the call, so the transport is included: compare with the grpc row).
+// and socket; each attach is one Attach RPC and each detach one Detach RPC, from a grpc-js
+// client ('knit') or a C-core client ('knit-c', as a Go or C caller would see knit). The clock
+// runs around the call, so the transport is included: compare with the grpc / grpc-c rows.
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,9 @@ import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { exec, ipBatch } from '../lib/exec.js';
 import { reapGroup, setInstance } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
+import { CCoreClient } from '../lib/ccore-client.js';
+
+export type ClientKind = 'grpc-js' | 'c-core';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -34,8 +38,8 @@ export function attachRequest(sb: Sandbox, flavor: Flavor): object {
 }
 
 export class KnitContender implements Contender {
-  readonly name = 'knit';
-  readonly label = 'knit (gRPC)';
+  readonly name: string;
+  readonly label: string;
   readonly kind = 'network';
   readonly flavors: readonly Flavor[] = ['runc', 'kata-tcfilter', 'kubevirt-tap'];
   readonly maxConcurrency = 16;
@@ -45,6 +49,12 @@ export class KnitContender implements Contender {
   private prefix = '';
   private scratch = '';
   private reapGroup = 0;
+  private ccore?: CCoreClient;
+
+  constructor(private readonly clientKind: ClientKind = 'grpc-js') {
+    this.name = clientKind === 'c-core' ? 'knit-c' : 'knit';
+    this.label = clientKind === 'c-core' ? 'knit (gRPC, C-core client)' : 'knit (gRPC)';
+  }
 
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
@@ -68,14 +78,27 @@ export class KnitContender implements Contender {
     // the socket appears once the API serves; NodeStatus says whether the bench network is up
     const status = (await this.unary('NodeStatus', {})) as { ready: boolean; reason: string; message: string };
     if (!status.ready) throw new Error(`knit daemon not ready: ${status.reason}: ${status.message}`);
+    if (this.clientKind === 'c-core') {
+      this.ccore = new CCoreClient(socket);
+      ctx.trackPid(this.ccore.pid!, 'C-core gRPC client');
+    }
   }
 
-  async attach(sb: Sandbox, flavor: Flavor): Promise<void> {
-    await this.unary('Attach', attachRequest(sb, flavor), sb);
+  async attach(sb: Sandbox, flavor: Flavor): Promise<number | void> {
+    return this.call('Attach', attachRequest(sb, flavor), sb);
   }
 
-  async detach(sb: Sandbox): Promise<void> {
-    await this.unary('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  async detach(sb: Sandbox): Promise<number | void> {
+    return this.call('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  }
+
+  private async call(method: string, req: object, sb: Sandbox): Promise<number | void> {
+    if (!this.ccore) {
+      await this.unary(method, req, sb);
+      return;
+    }
+    const def = (this.client!.constructor as unknown as grpc.ServiceClientConstructor).service[method];
+    return this.ccore.call(def.path, def.requestSerialize(req));
   }
 
   /** Detach only moves devices into knit's reap group; wait until the reaper deleted ours. */
@@ -94,6 +117,7 @@ export class KnitContender implements Contender {
   }
 
   async teardown(): Promise<void> {
+    await this.ccore?.close();
     this.client?.close();
     await this.daemon?.stop();
     // the daemon made the bridge from its config; like CNI it leaves it when stopping
