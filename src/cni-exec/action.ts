@@ -20,9 +20,15 @@ function netnsForDel(path: string): string {
   }
 }
 
-export async function runCniAction(a: CniChainAction, log?: PluginLog): Promise<OpResult | void> {
+/** What the daemon lends the chain: its log, and the crash tests' failpoint. */
+export interface CniHooks {
+  log?: PluginLog;
+  beforeAdd?(n: number): void;
+}
+
+export async function runCniAction(a: CniChainAction, hooks: CniHooks = {}): Promise<OpResult | void> {
   const list = parseConflist(a.conflist, `network ${a.network}`);
-  const env: ChainEnv = { pluginDirs: a.pluginDirs, cacheDir: a.cacheDir, timeoutMs: a.timeoutMs, log };
+  const env: ChainEnv = { pluginDirs: a.pluginDirs, cacheDir: a.cacheDir, timeoutMs: a.timeoutMs, ...hooks };
   const rt: ChainRuntime = { containerId: a.containerId, netns: a.netns, ifName: a.ifName, args: a.args, capabilityArgs: a.capabilityArgs };
   try {
     if (a.op === 'cni.add') return { cniResult: await addChain(list, rt, env) };

@@ -23,6 +23,8 @@ export interface ChainEnv {
   cacheDir: string;
   timeoutMs: number;
   log?: PluginLog;
+  /** Crash tests: called before plugin n's ADD (src/daemon/failpoints.ts). */
+  beforeAdd?(n: number): void;
 }
 
 export type CniResult = Record<string, unknown>;
@@ -62,7 +64,8 @@ async function run(list: Conflist, plugin: PluginConf, command: CniCommand, rt: 
 export async function addChain(list: Conflist, rt: ChainRuntime, env: ChainEnv): Promise<CniResult> {
   let result: CniResult | undefined;
   try {
-    for (const plugin of list.plugins) {
+    for (const [n, plugin] of list.plugins.entries()) {
+      env.beforeAdd?.(n);
       result = (await run(list, plugin, 'ADD', rt, pluginConfig(list, plugin, result, rt.capabilityArgs), env)) as CniResult | undefined;
       if (!result || typeof result !== 'object') throw new PluginError(plugin.type, 'ADD', 'printed no result');
     }

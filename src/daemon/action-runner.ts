@@ -9,13 +9,14 @@ import type { HostAction, Op, OpResult } from '../net/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { runHostAction } from './host-actions.js';
-import type { PluginLog } from '../cni-exec/invoke.js';
+import type { CniHooks } from '../cni-exec/action.js';
 
 export class PlanRunner {
   private host?: NetHandle;
 
-  /** pluginLog: where CNI plugins' stderr goes (knit's log, with the sandbox id). */
-  constructor(private readonly pluginLog?: PluginLog) {}
+  /** cni: where CNI plugins' stderr goes (knit's log, with the sandbox id), and the crash
+   * tests' failpoint inside a chain. */
+  constructor(private readonly cni: CniHooks = {}) {}
 
   private hostHandle(): NetHandle {
     return (this.host ??= NetHandle.open());
@@ -32,7 +33,7 @@ export class PlanRunner {
   }
 
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
-    return runHostAction(netns, action, this.pluginLog);
+    return runHostAction(netns, action, this.cni);
   }
 
   netnsUsable(netns: string, expect?: NetnsId): boolean {

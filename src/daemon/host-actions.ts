@@ -7,8 +7,7 @@ import type { HostAction, OpResult } from '../net/ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
 import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
 import { withHandle } from '../net/handle.js';
-import { runCniAction } from '../cni-exec/action.js';
-import type { PluginLog } from '../cni-exec/invoke.js';
+import { runCniAction, type CniHooks } from '../cni-exec/action.js';
 
 
 // Absolute paths: under npm, PATH starts with node_modules/.bin, where "nft" is an unrelated
@@ -31,11 +30,11 @@ async function nft(netns: string | undefined, args: string[], input?: string): P
   });
 }
 
-export async function runHostAction(netns: string | undefined, a: HostAction, pluginLog?: PluginLog): Promise<OpResult | void> {
+export async function runHostAction(netns: string | undefined, a: HostAction, cni?: CniHooks): Promise<OpResult | void> {
   switch (a.op) {
     case 'cni.add':
     case 'cni.del':
-      return runCniAction(a, pluginLog);
+      return runCniAction(a, cni);
     case 'nft.apply':
       // The table is created and filled in one transaction: nft -f applies a file atomically.
       return nft(netns, ['-f', '-'], `table ${a.family} ${a.table}\ndelete table ${a.family} ${a.table}\n${a.ruleset}\n`);
