@@ -1,7 +1,7 @@
 // The contract between core and a runtime strategy: core hands over one interface of one
 // sandbox with its addresses already allocated; the strategy answers with the steps that
 // build it and the result a launcher or kubelet needs. Strategies compute; they never run.
-import type { AttachRequest, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
+import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
 import type { Step } from '../src/core/plan.js';
 import type { CniSettings } from '../src/config/resolve.js';
 import type { Op, OpResult } from '../src/net/ops.js';
@@ -18,6 +18,8 @@ export interface NetworkSpec {
   ipv4?: { subnet: string; gateway: string };
   ipv6?: { subnet: string; gateway: string };
   routes: { dst: string; gw?: string }[];
+  /** DNS this network's pods use (merged over the sandbox's networks: src/core/interface-plans.ts). */
+  dns?: DnsConfig;
   /** The node's kernel can forward IPv6 per device (net.ipv6.conf.<dev>.force_forwarding,
    * Linux 6.17+): routed mode then forwards a pod's IPv6 without touching the global switch. */
   ipv6PerDeviceForwarding?: boolean;
@@ -38,6 +40,10 @@ export interface InterfaceInput {
   iface: InterfaceRequest;
   network: NetworkSpec;
   addresses: Allocation[];
+  /** False: another interface's network gives the sandbox its default route; this one gets
+   * only its own subnet and its network's configured routes (several networks per pod, as
+   * Multus does). Absent: true. */
+  defaultRoute?: boolean;
   /** What this strategy's prepare() answered for this interface (device strategies). */
   prepared?: unknown;
 }

@@ -109,10 +109,10 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     { description: 'bring up lo', netns: ns, do: { op: 'link.set', link: 'lo', up: true } },
   );
 
+  const carriesDefault = input.defaultRoute !== false;
   for (const a of addresses) {
     const gw = routed ? (a.family === 4 ? ROUTED_GW4 : ROUTED_GW6) : a.gateway;
     if (!gw) continue;
-    const dflt = a.family === 4 ? '0.0.0.0/0' : '::/0';
     if (routed) {
       steps.push({
         description: `gateway ${gw} is ${ROUTED_HOST_MAC} on ${veth.podName}`,
@@ -120,12 +120,26 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         do: { op: 'neigh.add', link: veth.podName, address: gw, lladdr: ROUTED_HOST_MAC },
       });
     }
-    steps.push({
-      description: `default route via ${gw} in sandbox`,
-      netns: ns,
-      do: { op: 'route.add', dst: 'default', family: a.family, gateway: gw, link: veth.podName, onlink: routed },
-    });
-    routes.push({ dst: dflt, gw });
+    if (carriesDefault) {
+      steps.push({
+        description: `default route via ${gw} in sandbox`,
+        netns: ns,
+        do: { op: 'route.add', dst: 'default', family: a.family, gateway: gw, link: veth.podName, onlink: routed },
+      });
+      routes.push({ dst: a.family === 4 ? '0.0.0.0/0' : '::/0', gw });
+    } else if (routed) {
+      // A bridge network's subnet is on-link from the address's prefix; a routed pod holds a
+      // /32 (/128), so its other networks' subnets need a route through their own gateway.
+      const subnet = (a.family === 4 ? network.ipv4 : network.ipv6)?.subnet;
+      if (subnet) {
+        steps.push({
+          description: `route ${subnet} via ${gw} on ${veth.podName}`,
+          netns: ns,
+          do: { op: 'route.add', dst: subnet, gateway: gw, link: veth.podName, onlink: true },
+        });
+        routes.push({ dst: subnet, gw });
+      }
+    }
     for (const r of input.network.routes.filter((r) => r.dst.includes(':') === (a.family === 6))) {
       steps.push({
         description: `route ${r.dst} in sandbox`,

@@ -23,6 +23,7 @@ export interface WireInterfaceRequest {
   ips: string[];
   device: WireDeviceRef | null;
   binding: Record<string, string>;
+  default_route: boolean;
 }
 
 export interface WirePortMapping {

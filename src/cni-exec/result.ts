@@ -2,6 +2,7 @@
 // knit's answer: the chain chose the names, MACs, addresses and routes, so its result replaces
 // the interface's placeholder from the plan.
 import type { AttachResult, ResultInterface, ResultIp, ResultRoute } from '../core/types.js';
+import type { InterfacePart } from '../core/interface-plans.js';
 
 interface CniIp { address: string; gateway?: string; interface?: number; version?: string }
 interface CniInterface { name: string; mac?: string; mtu?: number; sandbox?: string; socketPath?: string; pciID?: string }
@@ -32,21 +33,10 @@ export function fromCniResult(raw: Record<string, unknown>): Pick<AttachResult, 
   return { interfaces, ips, routes, dns };
 }
 
-/** The attach result with the placeholder of `ifName` (kind "cni") replaced by the chain's
- * interfaces, addresses and routes; indices of the other interfaces' addresses move along. */
-export function mergeChainResult(result: AttachResult, ifName: string, raw: Record<string, unknown>): AttachResult {
-  const at = result.interfaces.findIndex((i) => i.kind === 'cni' && i.name === ifName && !i.hostName);
-  if (at < 0) return result;
+/** An interface's part of the answer, as its chain made it (the plan only had a placeholder).
+ * The network's DNS from knit's config, if any, stays; else the chain's. */
+export function chainPart(part: InterfacePart, raw: Record<string, unknown>): InterfacePart {
   const chain = fromCniResult(raw);
-  const shift = chain.interfaces.length - 1;
-  return {
-    ...result,
-    interfaces: [...result.interfaces.slice(0, at), ...chain.interfaces, ...result.interfaces.slice(at + 1)],
-    ips: [
-      ...result.ips.map((ip) => (ip.interface > at ? { ...ip, interface: ip.interface + shift } : ip)),
-      ...chain.ips.map((ip) => ({ ...ip, interface: ip.interface + at })),
-    ],
-    routes: [...result.routes, ...chain.routes],
-    dns: result.dns ?? chain.dns,
-  };
+  const dns = part.dns ?? chain.dns;
+  return { ifname: part.ifname, interfaces: chain.interfaces, ips: chain.ips, routes: chain.routes, ...(dns && { dns }) };
 }

@@ -1,18 +1,20 @@
-// Where a plan's CNI steps meet core: after the steps ran, each chain ADD's result takes the
-// place of its interface's placeholder in the answer; `knit check` adds each chain's CHECK.
+// Where a plan's CNI steps meet core: after the steps ran, each chain ADD's result becomes
+// its interface's part of the answer; `knit check` adds each chain's CHECK.
 import type { OpResult } from '../net/ops.js';
 import type { Step } from '../core/plan.js';
-import type { AttachResult } from '../core/types.js';
-import { mergeChainResult } from './result.js';
+import type { InterfacePart } from '../core/interface-plans.js';
+import { chainPart } from './result.js';
 import { parseConflist } from './conflist.js';
 import { checkChain, pluginConfig } from './chain.js';
 import type { PluginLog } from './invoke.js';
 
-export function withChainResults(result: AttachResult, steps: Step[], outcomes: OpResult[]): AttachResult {
-  let out = result;
+export function withChainParts(parts: InterfacePart[], steps: Step[], outcomes: OpResult[]): InterfacePart[] {
+  let out = parts;
   steps.forEach((s, i) => {
     const cni = outcomes[i]?.cniResult;
-    if (s.do.op === 'cni.add' && cni) out = mergeChainResult(out, s.do.ifName, cni);
+    if (s.do.op !== 'cni.add' || !cni) return;
+    const ifName = s.do.ifName;
+    out = out.map((p) => (p.ifname === ifName ? chainPart(p, cni) : p));
   });
   return out;
 }

@@ -2,20 +2,21 @@
 // rollback on failure, detach that answers before the kernel's slow deletes.
 import { EventEmitter } from 'node:events';
 import type { Op, OpResult } from '../net/ops.js';
-import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
-import { KnitError, CniCode } from './errors.js';
+import type { NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
+import { KnitError, CniCode, asKnitError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { runSteps, undoSteps, StepFailed, type ActionRunner, type Failpoint } from './executor.js';
+import { runSteps, undoSteps, StepFailed, planRunError, type ActionRunner, type Failpoint } from './executor.js';
 import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
-import { chainAttachments, checkChains, displaySteps, withChainResults } from '../cni-exec/steps.js';
+import { chainAttachments, checkChains, displaySteps, withChainParts } from '../cni-exec/steps.js';
 import { chainStatus, gcNetwork } from '../cni-exec/network.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
-import type { Step } from './plan.js';
+import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
+import { addInterface, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
-  AttachRequest, AttachResult, CheckReport, Extension, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
+  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
 } from './types.js';
 
 export interface RecordStorePort<T> {
@@ -53,6 +54,9 @@ export interface ManagerHooks {
   /** Crash tests: fire before this step of every attach / this inverse of every detach. */
   attachFailpoint?: Failpoint;
   detachFailpoint?: Failpoint;
+  /** The same for the steps of every AddInterface / the inverses of every RemoveInterface. */
+  addInterfaceFailpoint?: Failpoint;
+  removeInterfaceFailpoint?: Failpoint;
   onAttach?(sandboxId: string, ms: number, error?: KnitError): void;
   onDetach?(sandboxId: string, ms: number, error?: KnitError): void;
 }
@@ -155,10 +159,10 @@ export class SandboxManager implements SandboxService {
       releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
       throw err;
     }
-    const { steps, result: planned } = built;
+    const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, createdAt: now, updatedAt: now,
+      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
@@ -170,21 +174,24 @@ export class SandboxManager implements SandboxService {
 
     let done = 0;
     let result = planned;
+    let parts = plannedParts;
     try {
       const outcomes = await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
       done = steps.length;
-      result = withChainResults(planned, steps, outcomes);
+      // A CNI chain's interfaces, addresses and routes are known only now.
+      parts = withChainParts(plannedParts, steps, outcomes);
+      if (parts !== plannedParts) result = composeResult(req, parts, req.interfaces[defaultRouteIndex(req.interfaces)].name);
       await this.deps.extensions.notify('post-attach', result, req);
     } catch (err) {
       const failedAt = err instanceof StepFailed ? err.stepIndex : steps.length;
-      const failure = attachError(err, req);
+      const failure = planRunError(err);
       await this.rollback(record, Math.max(done, failedAt)).catch((rb: KnitError) => {
         throw new KnitError('INTERNAL', `${failure.message}; then ${rb.message}`, { cause: failure });
       });
       throw failure;
     }
     try {
-      await this.deps.records.put(req.sandboxId, { ...record, result, state: 'attached', updatedAt: new Date().toISOString() });
+      await this.deps.records.put(req.sandboxId, { ...record, result, parts, state: 'attached', updatedAt: new Date().toISOString() });
     } catch (err) {
       // Not recorded as attached means not attached: take it back rather than leave it half-known.
       await this.rollback(record, steps.length).catch(() => undefined);
@@ -239,19 +246,9 @@ export class SandboxManager implements SandboxService {
   }
 
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
-    const steps: Step[] = [];
-    const result: AttachResult = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, runtime: req.runtime, interfaces: [], ips: [], routes: [], dns: req.dns };
-    for (const [i, iface] of req.interfaces.entries()) {
-      const input: InterfaceInput = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, request: req, iface, network: networks[i], addresses: allocations[i].addresses };
-      if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
-      const plan = strategy.planInterface(input);
-      const offset = result.interfaces.length;
-      steps.push(...plan.steps);
-      result.interfaces.push(...plan.interfaces);
-      result.ips.push(...plan.ips.map((ip) => ({ ...ip, interface: ip.interface + offset })));
-      result.routes.push(...plan.routes);
-    }
-    return { steps, result };
+    const dflt = defaultRouteIndex(req.interfaces);
+    const { steps, parts } = await planInterfaces(strategy, req, req.interfaces.map((_, i) => i), networks, allocations, ctx, dflt);
+    return { steps, parts, result: composeResult(req, parts, req.interfaces[dflt].name) };
   }
 
   /** Takes back the first `count` steps and everything the record holds. */
@@ -266,6 +263,41 @@ export class SandboxManager implements SandboxService {
     releaseInterfaces(this.deps.ipam, record.sandboxId, record.allocations);
     await this.deps.records.remove(record.sandboxId);
     this.indexNetns(record, false);
+  }
+
+  // ---- interfaces added to and removed from an attached sandbox ----------------------
+
+  private hotplug(): HotplugContext {
+    return {
+      records: this.deps.records,
+      ipam: this.deps.ipam,
+      runner: this.deps.runner,
+      reaper: this.deps.reaper,
+      strategy: (runtime) => {
+        const s = this.deps.strategies[runtime];
+        if (!s) throw KnitError.invalid('runtime', `runtime ${runtime} is not available on this node`);
+        return s;
+      },
+      network: (name, i) => this.networkFor(name, i),
+      holds: (id, readOnly) => this.deviceClaims.holds(id, this.prepareEnv(), readOnly),
+      addFailpoint: this.deps.hooks?.addInterfaceFailpoint,
+      removeFailpoint: this.deps.hooks?.removeInterfaceFailpoint,
+    };
+  }
+
+  async addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult> {
+    const { result, changed } = await this.locks.run(sandboxId, () => addInterface(this.hotplug(), sandboxId, iface));
+    if (changed) this.events.emit('event', { type: 'interface-added', sandboxId, result } satisfies WatchEvent);
+    return this.deps.handoff?.decorate(result) ?? result;
+  }
+
+  async removeInterface(sandboxId: string, name: string): Promise<void> {
+    const result = await this.locks.run(sandboxId, () => removeInterface(this.hotplug(), sandboxId, name));
+    if (result) this.events.emit('event', { type: 'interface-removed', sandboxId, result } satisfies WatchEvent);
+  }
+
+  async planAddInterface(sandboxId: string, iface: InterfaceRequest) {
+    return planAddInterface(this.hotplug(), sandboxId, iface);
   }
 
   // ---- detach --------------------------------------------------------------------------
@@ -364,7 +396,10 @@ export class SandboxManager implements SandboxService {
     const removed: string[] = [];
     const errors: string[] = [];
     for (const rec of [...this.deps.records.values()]) {
-      if (keep.has(rec.sandboxId)) continue;
+      if (keep.has(rec.sandboxId)) {
+        await this.collectInterfaces(rec, valid, removed, errors);
+        continue;
+      }
       try {
         await this.detach(rec.sandboxId);
         removed.push(`sandbox ${rec.sandboxId}`);
@@ -390,6 +425,29 @@ export class SandboxManager implements SandboxService {
       errors.push(`device sweep: ${(err as Error).message}`);
     }
     return { removed, errors };
+  }
+
+  /** CNI GC names valid attachments by (sandbox, interface): a kept sandbox's interfaces that
+   * no entry names go, unless an entry keeps the whole sandbox. The default-route interface
+   * goes only with the sandbox. */
+  private async collectInterfaces(rec: SandboxRecord, valid: { sandboxId: string; interface?: string }[], removed: string[], errors: string[]) {
+    const mine = valid.filter((v) => v.sandboxId === rec.sandboxId);
+    if (mine.some((v) => !v.interface) || rec.state !== 'attached' || !rec.parts) return;
+    const named = new Set(mine.map((v) => v.interface));
+    const dflt = rec.request.interfaces[defaultRouteIndex(rec.request.interfaces)].name;
+    for (const ifc of rec.request.interfaces) {
+      if (named.has(ifc.name)) continue;
+      if (ifc.name === dflt) {
+        errors.push(`sandbox ${rec.sandboxId} interface ${ifc.name}: kept, it carries the default route of a sandbox with valid interfaces`);
+        continue;
+      }
+      try {
+        await this.removeInterface(rec.sandboxId, ifc.name);
+        removed.push(`sandbox ${rec.sandboxId} interface ${ifc.name}`);
+      } catch (err) {
+        errors.push(`sandbox ${rec.sandboxId} interface ${ifc.name}: ${(err as Error).message}`);
+      }
+    }
   }
 
   async plan(req: AttachRequest) {
@@ -425,25 +483,6 @@ export class SandboxManager implements SandboxService {
 
 function view(r: SandboxRecord): SandboxRecordView {
   return { request: r.request, result: r.result, state: r.state, createdAt: r.createdAt };
-}
-
-export function asKnitError(err: unknown): KnitError {
-  if (err instanceof KnitError) return err;
-  return new KnitError('INTERNAL', (err as Error)?.message ?? String(err), { cause: err });
-}
-
-/** A kernel refusal during attach, said in terms of the request. */
-function attachError(err: unknown, req: AttachRequest): KnitError {
-  if (err instanceof KnitError) return err;
-  if (err instanceof StepFailed) {
-    // A plan action that already said what went wrong in API terms (a device claimed by another
-    // sandbox, a non-viable IOMMU group) keeps its code.
-    if (err.cause instanceof KnitError) return new KnitError(err.cause.code, err.message, { ...err.cause.details, cause: err });
-    const code = (err.cause as { code?: string })?.code;
-    if (code === 'EEXIST') return new KnitError('ALREADY_EXISTS', `${err.message} (in ${err.step.netns ?? 'the host netns'})`, { cause: err });
-    return new KnitError('INTERNAL', err.message, { cause: err, cniCode: CniCode.ioFailure });
-  }
-  return asKnitError(err);
 }
 
 export type { Op, OpResult };

@@ -18,6 +18,9 @@ export interface Step {
   /** Detach's fast path: actions that make the object harmless now (down, off the bridge, into
    * the reap group) so Detach can answer before the kernel's slow delete; the reaper deletes it. */
   retire?: StepAction[];
+  /** The sandbox interface (request name) this step belongs to: what RemoveInterface takes
+   * back. Absent in records written before interfaces could be hot-plugged. */
+  iface?: string;
 }
 
 export const isHostAction = (a: StepAction): a is HostAction =>

@@ -4,7 +4,7 @@ import test from 'ava';
 import { parseConflist, compareVersions } from '../../src/cni-exec/conflist.js';
 import { pluginConfig, declaredCapabilities } from '../../src/cni-exec/chain.js';
 import { cacheFile } from '../../src/cni-exec/cache.js';
-import { mergeChainResult } from '../../src/cni-exec/result.js';
+import { chainPart } from '../../src/cni-exec/result.js';
 import { validateConfig } from '../../src/config/load.js';
 
 const LIST = JSON.stringify({
@@ -40,26 +40,20 @@ test('the cache file is libcni\'s: <dir>/results/<network>-<containerID>-<ifname
   t.is(cacheFile('/var/lib/cni', { network: 'pods', containerId: 'abc', ifName: 'eth0' }), '/var/lib/cni/results/pods-abc-eth0');
 });
 
-test('a chain result replaces its placeholder; addresses of later interfaces move along', (t) => {
-  const result = {
-    sandboxId: 's', netnsPath: '/run/netns/s', runtime: 'runc' as const, routes: [],
-    interfaces: [{ name: 'eth0', kind: 'cni', sandbox: '/run/netns/s' }, { name: 'net1', kind: 'veth', sandbox: '/run/netns/s' }],
-    ips: [{ address: '10.0.0.2/24', family: 4 as const, interface: 1 }],
-  };
-  const merged = mergeChainResult(result, 'eth0', {
+test('a chain result becomes its interface\'s part; addresses index the part\'s own interfaces', (t) => {
+  const placeholder = { ifname: 'eth0', interfaces: [{ name: 'eth0', kind: 'cni', sandbox: '/run/netns/s' }], ips: [], routes: [] };
+  const part = chainPart(placeholder, {
     cniVersion: '1.0.0',
     interfaces: [{ name: 'cni0', mac: 'aa:bb:cc:dd:ee:01' }, { name: 'veth1' }, { name: 'eth0', mac: 'aa:bb:cc:dd:ee:02', sandbox: '/run/netns/s' }],
     ips: [{ address: '10.172.9.5/24', gateway: '10.172.9.1', interface: 2 }],
     routes: [{ dst: '0.0.0.0/0', gw: '10.172.9.1' }],
     dns: { nameservers: ['10.172.9.53'] },
   });
-  t.deepEqual(merged.interfaces.map((i) => i.name), ['cni0', 'veth1', 'eth0', 'net1']);
-  t.deepEqual(merged.ips, [
-    { address: '10.0.0.2/24', family: 4, interface: 3 },
-    { address: '10.172.9.5/24', gateway: '10.172.9.1', family: 4, interface: 2 },
-  ]);
-  t.deepEqual(merged.routes, [{ dst: '0.0.0.0/0', gw: '10.172.9.1' }]);
-  t.deepEqual(merged.dns?.nameservers, ['10.172.9.53']);
+  t.deepEqual(part.interfaces.map((i) => i.name), ['cni0', 'veth1', 'eth0']);
+  t.deepEqual(part.ips, [{ address: '10.172.9.5/24', gateway: '10.172.9.1', family: 4, interface: 2 }]);
+  t.deepEqual(part.routes, [{ dst: '0.0.0.0/0', gw: '10.172.9.1' }]);
+  t.deepEqual(part.dns?.nameservers, ['10.172.9.53']);
+  t.is(part.ifname, 'eth0');
 });
 
 test('config: a "cni" network takes an inline conflist (object or text) or a file, never both, and no pools', (t) => {
