@@ -3,11 +3,14 @@
 // build it and the result a launcher or kubelet needs. Strategies compute; they never run.
 import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
 import type { Step } from '../src/core/plan.js';
+import type { CniSettings } from '../src/config/resolve.js';
 import type { Op, OpResult } from '../src/net/ops.js';
 
 export interface NetworkSpec {
   name: string;
-  mode: 'bridge' | 'routed';
+  mode: 'bridge' | 'routed' | 'cni';
+  /** mode "cni": the plugin chain knit executes (src/config/resolve.ts CniSettings). */
+  cni?: CniSettings;
   /** Linux bridge name (bridge mode). */
   bridge?: string;
   mtu: number;

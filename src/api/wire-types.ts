@@ -123,6 +123,7 @@ export interface WireNodeStatus {
     name: string;
     mode: string;
     ready: boolean;
+    cni_status: string;
     pools: { family: number; subnet: string; size: string; used: string; free: string }[];
   }[];
   sandboxes: number;

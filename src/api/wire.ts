@@ -178,6 +178,7 @@ export function nodeStatusToWire(s: NodeStatus): WireNodeStatus {
       name: n.name,
       mode: n.mode,
       ready: n.ready,
+      cni_status: n.cniStatus ?? '',
       pools: n.pools.map((p) => ({
         family: p.family,
         subnet: p.subnet,

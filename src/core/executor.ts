@@ -9,7 +9,8 @@ export interface ActionRunner {
   /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the
    * failing op; ops before it took effect. */
   runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
-  runHostAction(netns: string | undefined, action: HostAction): Promise<void>;
+  /** Host actions answer nothing, except a CNI chain's ADD (its result). */
+  runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void>;
   /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the
    * namespace the plan was made for: a new pod may have been pinned at the same path. */
   netnsUsable(netns: string, expect?: { dev: number; ino: number }): boolean;
@@ -61,8 +62,7 @@ function batches(items: { netns?: string; action: StepAction }[], stopAt = Infin
 async function runBatch(runner: ActionRunner, b: Batch): Promise<OpResult[]> {
   const first = b.actions[0];
   if (isHostAction(first)) {
-    await runner.runHostAction(b.netns, first);
-    return [{}];
+    return [(await runner.runHostAction(b.netns, first)) ?? {}];
   }
   return runner.runOps(b.netns, b.actions as Op[]);
 }

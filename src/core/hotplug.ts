@@ -9,6 +9,7 @@ import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
 import { KnitError, CniCode } from './errors.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
+import { withChainParts } from '../cni-exec/steps.js';
 import type { IpamPort, RecordStorePort } from './manager.js';
 import type { InterfaceAllocation, SandboxRecord } from './record.js';
 import type { AttachResult, InterfaceRequest, RuntimeKind } from './types.js';
@@ -117,8 +118,10 @@ export async function addInterface(hc: HotplugContext, sandboxId: string, iface:
       releaseInterfaces(hc.ipam, sandboxId, [allocation]);
       throw new KnitError('INTERNAL', `cannot write the record of sandbox ${sandboxId}: ${(err as Error).message}`, { cniCode: CniCode.ioFailure });
     }
+    let parts = record.parts!;
     try {
-      await runSteps(steps, hc.runner, hc.addFailpoint);
+      const outcomes = await runSteps(steps, hc.runner, hc.addFailpoint);
+      parts = withChainParts(parts, steps, outcomes);
     } catch (err) {
       const failedAt = err instanceof StepFailed ? err.stepIndex : steps.length;
       const failure = planRunError(err);
@@ -128,6 +131,11 @@ export async function addInterface(hc: HotplugContext, sandboxId: string, iface:
       throw failure;
     }
     const done: SandboxRecord = { ...record, pending: undefined, updatedAt: new Date().toISOString() };
+    if (parts !== record.parts) {
+      // A CNI chain answered with the interface's names and addresses.
+      done.parts = parts;
+      done.result = composeResult(record.request, parts, record.request.interfaces[defaultRouteIndex(record.request.interfaces)].name);
+    }
     delete done.pending;
     try {
       await hc.records.put(sandboxId, done);

@@ -10,11 +10,13 @@ import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
+import { chainAttachments, checkChains, displaySteps, withChainParts } from '../cni-exec/steps.js';
+import { chainStatus, gcNetwork } from '../cni-exec/network.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
 import { addInterface, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
-  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
+  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
 } from './types.js';
 
 export interface RecordStorePort<T> {
@@ -157,10 +159,10 @@ export class SandboxManager implements SandboxService {
       releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
       throw err;
     }
-    const { steps, result, parts } = built;
+    const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result, parts, createdAt: now, updatedAt: now,
+      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
@@ -171,9 +173,14 @@ export class SandboxManager implements SandboxService {
     }
 
     let done = 0;
+    let result = planned;
+    let parts = plannedParts;
     try {
-      await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
+      const outcomes = await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
       done = steps.length;
+      // A CNI chain's interfaces, addresses and routes are known only now.
+      parts = withChainParts(plannedParts, steps, outcomes);
+      if (parts !== plannedParts) result = composeResult(req, parts, req.interfaces[defaultRouteIndex(req.interfaces)].name);
       await this.deps.extensions.notify('post-attach', result, req);
     } catch (err) {
       const failedAt = err instanceof StepFailed ? err.stepIndex : steps.length;
@@ -184,7 +191,7 @@ export class SandboxManager implements SandboxService {
       throw failure;
     }
     try {
-      await this.deps.records.put(req.sandboxId, { ...record, state: 'attached', updatedAt: new Date().toISOString() });
+      await this.deps.records.put(req.sandboxId, { ...record, result, parts, state: 'attached', updatedAt: new Date().toISOString() });
     } catch (err) {
       // Not recorded as attached means not attached: take it back rather than leave it half-known.
       await this.rollback(record, steps.length).catch(() => undefined);
@@ -333,12 +340,20 @@ export class SandboxManager implements SandboxService {
 
   async check(sandboxId: string): Promise<CheckReport> {
     const record = this.mustGet(sandboxId);
-    return checkRecord(record, this.deps.runner, this.bridgeOf);
+    return this.compare(record);
+  }
+
+  /** The record against the kernel, plus each CNI chain's own CHECK. */
+  private async compare(record: SandboxRecord): Promise<CheckReport> {
+    const report = await checkRecord(record, this.deps.runner, this.bridgeOf);
+    if (record.state !== 'attached') return report;
+    const differences = [...report.differences, ...(await checkChains(record.steps))];
+    return { ok: differences.length === 0, differences };
   }
 
   async query(sandboxId: string) {
     const record = this.mustGet(sandboxId);
-    const live = await checkRecord(record, this.deps.runner, this.bridgeOf);
+    const live = await this.compare(record);
     const v = view(record);
     return { ...v, result: v.result && (this.deps.handoff?.decorate(v.result) ?? v.result), live };
   }
@@ -348,11 +363,18 @@ export class SandboxManager implements SandboxService {
   }
 
   async nodeStatus(): Promise<NodeStatus> {
-    const unready = this.deps.unreadyNetworks();
-    const networks = [...this.deps.networks().values()].map((n) => {
-      const pools = this.deps.ipam.usage(n.name);
-      return { name: n.name, mode: n.mode, ready: !unready.has(n.name), pools };
-    });
+    const unready = new Map(this.deps.unreadyNetworks());
+    const networks: NetworkStatus[] = [];
+    for (const n of this.deps.networks().values()) {
+      const pools = n.mode === 'cni' ? [] : this.deps.ipam.usage(n.name);
+      let cniStatus: string | undefined;
+      if (n.mode === 'cni' && !unready.has(n.name)) {
+        const s = await chainStatus(n);
+        cniStatus = s.status;
+        if (s.problem) unready.set(n.name, `CNI STATUS: ${s.problem}`);
+      }
+      networks.push({ name: n.name, mode: n.mode, ready: !unready.has(n.name), pools, ...(cniStatus && { cniStatus }) });
+    }
     const missing = this.deps.extensions.missingRequired();
     const reasons = [
       ...[...unready].map(([n, why]) => `network ${n}: ${why}`),
@@ -383,6 +405,16 @@ export class SandboxManager implements SandboxService {
         removed.push(`sandbox ${rec.sandboxId}`);
       } catch (err) {
         errors.push(`sandbox ${rec.sandboxId}: ${(err as Error).message}`);
+      }
+    }
+    for (const net of this.deps.networks().values()) {
+      if (net.mode !== 'cni') continue;
+      try {
+        const gc = await gcNetwork(net, chainAttachments(this.deps.records.values(), net.name));
+        removed.push(...gc.deleted.map((a) => `CNI attachment ${a} of network ${net.name} (cached, held by no record)`));
+        errors.push(...gc.errors.map((e) => `CNI GC of network ${net.name}: ${e}`));
+      } catch (err) {
+        errors.push(`CNI GC of network ${net.name}: ${(err as Error).message}`);
       }
     }
     try {
@@ -425,7 +457,7 @@ export class SandboxManager implements SandboxService {
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
-    return { steps: steps.map((s) => ({ description: s.description, netns: s.netns, op: s.do, undo: s.undo })) };
+    return { steps: displaySteps(steps) };
   }
 
   watch(listener: (e: WatchEvent) => void): () => void {

@@ -110,7 +110,9 @@ export interface CheckReport {
 
 export interface NetworkStatus {
   name: string;
-  mode: 'bridge' | 'routed';
+  mode: 'bridge' | 'routed' | 'cni';
+  /** mode "cni": the chain's CNI STATUS, or why it was not asked. */
+  cniStatus?: string;
   ready: boolean;
   pools: { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
 }

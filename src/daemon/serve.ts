@@ -56,7 +56,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, { onProblem: storeProblem });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
-  const runner = new PlanRunner();
+  const failpoints = failpointsFromEnv(process.env, log);
+  const runner = new PlanRunner({
+    log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
+    beforeAdd: failpoints.beforeCniAdd,
+  });
   const ipam = new Ipam(config.networks);
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
   /** Sets up the host side of networks; answers the ones that are not ready, with why. */
@@ -78,7 +82,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const metrics = new KnitMetrics();
   const hooks: ManagerHooks = {
-    ...failpointsFromEnv(process.env, log),
+    attachFailpoint: failpoints.attachFailpoint,
+    detachFailpoint: failpoints.detachFailpoint,
     onAttach: (sandboxId, ms, err) => {
       metrics.attachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
       if (err) {
