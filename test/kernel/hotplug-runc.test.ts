@@ -61,6 +61,9 @@ test.serial('AddInterface plugs net1 on a second network into a running pod; Rem
   t.true(pingFrom(a.ns, peerIp), 'pod → network B peer through net1');
   t.true(pingFrom(a.ns, '10.174.1.1'), 'pod → its eth0 gateway');
 
+  // A repeated Attach (a CNI ADD retried for eth0) still gets the sandbox's answer.
+  const repeat = await d.call('Attach', runcAttachReq(a.id, a.path));
+  t.is(addr(repeat.result, 'net1'), net1Ip);
   // Idempotent; a different request under the same name is refused.
   const again = await d.call('AddInterface', { sandbox_id: a.id, interface: { name: 'net1', network: NET_B } });
   t.is(addr(again.result, 'net1'), net1Ip);
