@@ -11,9 +11,9 @@ import {
 import { crashAndRestart } from '../helpers/crash.js';
 
 const cases = [
-  { tag: 'mcr1', runtime: 'RUNC', binding: {}, net: 20 },
-  { tag: 'mcr2', runtime: 'KATA', binding: { mode: 'tcfilter' }, net: 22 },
-  { tag: 'mcr3', runtime: 'KUBEVIRT', binding: { binding: 'bridge' }, net: 24 },
+  { tag: 'mch1', runtime: 'RUNC', binding: {}, net: 20 },
+  { tag: 'mch2', runtime: 'KATA', binding: { mode: 'tcfilter' }, net: 22 },
+  { tag: 'mch3', runtime: 'KUBEVIRT', binding: { binding: 'bridge' }, net: 24 },
 ];
 
 for (const c of cases) {
