@@ -93,19 +93,30 @@ export function planChain(input: InterfaceInput): InterfacePlan {
   };
 }
 
+/** The VM models that build on the chain's veth: Kata tcfilter and KubeVirt masquerade and
+ * tap. The others move the pod's MAC or addresses off the veth (macvtap, bridge) or need
+ * knit's host-side veth (host-tap); on a CNI network they are refused, not half-built. */
+function refuseUnbuiltModels(input: InterfaceInput, runtime: string): void {
+  const i = input.request.interfaces.indexOf(input.iface);
+  const b = input.iface.binding ?? {};
+  const model = runtime === 'kata' ? (b.mode ?? 'tcfilter') : runtime === 'kubevirt' ? (b.binding ?? 'masquerade') : undefined;
+  if (model === undefined || ['tcfilter', 'masquerade', 'tap'].includes(model)) return;
+  const field = `interfaces[${i}].binding.${runtime === 'kata' ? 'mode' : 'binding'}`;
+  throw new KnitError('UNIMPLEMENTED', `${field}: ${runtime} ${model} on CNI network ${input.network.name} is not implemented (tcfilter, masquerade and tap are)`, { field });
+}
+
 /** `inner` for interfaces on knit's own networks; the chain for those on a CNI network. */
 export function withCniChains(inner: Strategy): Strategy {
   return {
     runtime: inner.runtime,
     async prepare(input: InterfaceInput, ctx: PrepareContext) {
       if (input.network.mode !== 'cni') return inner.prepare?.(input, ctx);
-      if (inner.runtime !== 'runc') {
-        throw new KnitError('UNIMPLEMENTED', `runtime: ${inner.runtime} on CNI network ${input.network.name} is not implemented yet`, { field: 'runtime' });
-      }
+      refuseUnbuiltModels(input, inner.runtime);
       return prepareChain(input);
     },
     planInterface(input: InterfaceInput) {
-      return input.network.mode === 'cni' ? planChain(input) : inner.planInterface(input);
+      // runc needs nothing beyond the chain's veth; the VM runtimes build on it (pod-side.ts).
+      return input.network.mode === 'cni' && inner.runtime === 'runc' ? planChain(input) : inner.planInterface(input);
     },
   };
 }
