@@ -56,16 +56,27 @@ test.after.always(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test.serial('kata tcfilter over the chain-made veth: the guest takes the veth MAC and the chain address; the host pings it; detach leaves nothing', async (t) => {
+/** A VM sandbox netns (removed in teardown) attached with one interface on the CNI network. */
+async function attachVm(t: { teardown(fn: () => Promise<void>): void }, name: string, runtime: string, binding: Record<string, string>) {
   const cleanup = new Cleanup();
   t.teardown(() => cleanup.run());
-  const vm = { ns: `${P}kata`, id: `${P}kata` };
+  const vm = { ns: `${P}${name}`, id: `${P}${name}` };
   makeNetns(vm.ns);
   cleanup.defer(`remove netns ${vm.ns}`, () => removeNetns(vm.ns));
-  const res = (await d!.call('Attach', {
-    sandbox_id: vm.id, netns_path: `/run/netns/${vm.ns}`, runtime: 'KATA', interfaces: [{ name: 'eth0', network: NET, binding: { mode: 'tcfilter' } }],
-  })).result;
-  const { sandboxId, handoff: h } = vmHandoff(res);
+  const res = (await d!.call('Attach', { sandbox_id: vm.id, netns_path: `/run/netns/${vm.ns}`, runtime, interfaces: [{ name: 'eth0', network: NET, binding }] })).result;
+  return { cleanup, vm, res, ...vmHandoff(res) };
+}
+
+/** After detach: nothing in the sandbox netns, no port on the chain's bridge, no lease. */
+async function assertDetached(t: { deepEqual(a: unknown, b: unknown, m?: string): void }, ns: string) {
+  await eventually(() => leftovers(ns).links.length === 0 || undefined, 'sandbox emptied').catch(() => undefined);
+  t.deepEqual(leftovers(ns), { links: [], qdiscs: [], nft: [] });
+  t.deepEqual(bridgePorts(), []);
+  t.deepEqual(leases(dataDir, NET), []);
+}
+
+test.serial('kata tcfilter over the chain-made veth: the guest takes the veth MAC and the chain address; the host pings it; detach leaves nothing', async (t) => {
+  const { cleanup, vm, sandboxId, handoff: h } = await attachVm(t, 'kata', 'KATA', { mode: 'tcfilter' });
   t.like(h, { runtime: 'kata', model: 'tcfilter', name: 'tap0_kata', podIpsOn: 'pod+guest' });
   // The chain chose the MAC and the address; the hand-off carries them.
   const [eth0] = ip(vm.ns, 'link', 'show', 'dev', 'eth0');
@@ -89,24 +100,12 @@ test.serial('kata tcfilter over the chain-made veth: the guest takes the veth MA
 
   await guest.stop();
   await d!.call('Detach', { sandbox_id: sandboxId });
-  await eventually(() => leftovers(vm.ns).links.length === 0 || undefined, 'sandbox emptied').catch(() => undefined);
-  t.deepEqual(leftovers(vm.ns), { links: [], qdiscs: [], nft: [] });
-  t.deepEqual(bridgePorts(), []);
-  t.deepEqual(leases(dataDir, NET), []);
+  await assertDetached(t, vm.ns);
   t.deepEqual(cacheEntries(cacheDir), []);
 });
 
 test.serial('kubevirt masquerade over the chain-made veth: HTTP to the chain address port reaches the guest 10.0.2.2; detach leaves nothing', async (t) => {
-  const cleanup = new Cleanup();
-  t.teardown(() => cleanup.run());
-  const vm = { ns: `${P}kv`, id: `${P}kv` };
-  makeNetns(vm.ns);
-  cleanup.defer(`remove netns ${vm.ns}`, () => removeNetns(vm.ns));
-  const res = (await d!.call('Attach', {
-    sandbox_id: vm.id, netns_path: `/run/netns/${vm.ns}`, runtime: 'KUBEVIRT',
-    interfaces: [{ name: 'eth0', network: NET, binding: { binding: 'masquerade', ports: `tcp:${GUEST_HTTP_PORT}` } }],
-  })).result;
-  const { sandboxId, handoff: h } = vmHandoff(res);
+  const { cleanup, vm, res, sandboxId, handoff: h } = await attachVm(t, 'kv', 'KUBEVIRT', { binding: 'masquerade', ports: `tcp:${GUEST_HTTP_PORT}` });
   const podIp = res.ips[0].address.split('/')[0];
   t.regex(podIp, /^10\.172\.11\./);
   t.like(h, { model: 'masquerade', name: 'tap0', bridge: 'k6t-eth0', podIpsOn: 'pod' });
@@ -124,10 +123,7 @@ test.serial('kubevirt masquerade over the chain-made veth: HTTP to the chain add
 
   await guest.stop();
   await d!.call('Detach', { sandbox_id: sandboxId });
-  await eventually(() => leftovers(vm.ns).links.length === 0 || undefined, 'sandbox emptied').catch(() => undefined);
-  t.deepEqual(leftovers(vm.ns), { links: [], qdiscs: [], nft: [] });
-  t.deepEqual(bridgePorts(), []);
-  t.deepEqual(leases(dataDir, NET), []);
+  await assertDetached(t, vm.ns);
 });
 
 test.serial('kata macvtap on a CNI network is refused with UNIMPLEMENTED and changes nothing', async (t) => {
