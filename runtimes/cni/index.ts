@@ -7,6 +7,7 @@ import { KnitError } from '../../src/core/errors.js';
 import { loadConflist, type Conflist } from '../../src/cni-exec/conflist.js';
 import { declaredCapabilities } from '../../src/cni-exec/chain.js';
 import type { CniChainAction } from '../../src/net/ops.js';
+import { identifyNetns, type NetnsId } from '../../src/net/netns.js';
 import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../types.js';
 
 export interface PreparedChain {
@@ -53,6 +54,15 @@ function cniArgs(input: InterfaceInput): [string, string][] {
   return pairs;
 }
 
+/** knit plan may be asked about a netns that does not exist yet: then there is nothing to pin. */
+function netnsIdOf(path: string): NetnsId | undefined {
+  try {
+    return identifyNetns(path, { rejectHost: true });
+  } catch {
+    return undefined;
+  }
+}
+
 export async function prepareChain(input: InterfaceInput): Promise<PreparedChain> {
   const cni = input.network.cni!;
   const i = input.request.interfaces.indexOf(input.iface);
@@ -66,7 +76,7 @@ export async function prepareChain(input: InterfaceInput): Promise<PreparedChain
     throw new KnitError('FAILED_PRECONDITION', `interfaces[${i}].network: the conflist of network ${input.network.name} is unusable: ${(err as Error).message}`, { field: `interfaces[${i}].network` });
   }
   const action: Omit<CniChainAction, 'op'> = {
-    network: input.network.name, conflist: list.bytes, containerId: input.sandboxId, ifName: input.iface.name, netns: input.netnsPath,
+    network: input.network.name, conflist: list.bytes, containerId: input.sandboxId, ifName: input.iface.name, netns: input.netnsPath, netnsId: netnsIdOf(input.netnsPath),
     args: cniArgs(input), capabilityArgs: capabilityArgs(input, list), pluginDirs: cni.pluginDirs, cacheDir: cni.cacheDir, timeoutMs: cni.timeoutMs,
   };
   return { list, action };
