@@ -22,7 +22,7 @@ const scripts = path.join(dir, 'plugins');
 const { pod, netnsNames, ids } = podFactory(P);
 
 const chain = {
-  full: `${P}full`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`, file: `${P}file`,
+  full: `${P}full`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`, file: `${P}file`, v11: `${P}v11`,
 };
 /** A conflist in a file, as a ConfigMap mounts it. */
 const conflistFile = path.join(dir, 'configmap', 'file.conflist');
@@ -55,6 +55,7 @@ const opts = {
       { type: 'bhang' },
     ]), { pluginDirs: [scripts, DEBIAN_PLUGINS], timeoutMs: 1500 }),
     { name: chain.file, mode: 'cni', cni: { conflistFile, cacheDir } },
+    cni(chain.v11, conflist(chain.v11, [{ type: 'bnew' }], '1.1.0'), { pluginDirs: [scripts] }),
   ],
 };
 
@@ -74,6 +75,18 @@ test.before(async () => {
   scriptPlugin(scripts, 'bfail', `echo "bfail says no to $CNI_CONTAINERID" >&2; echo '{"cniVersion":"1.0.0","code":7,"msg":"bfail refuses this pod"}'; exit 1`);
   // It hangs in a helper it forked: the deadline must take the helper too.
   scriptPlugin(scripts, 'bhang', `sleep 600 & echo $! > ${scripts}/bhang.child; echo $$ > ${scripts}/bhang.pid; wait`);
+  // A CNI 1.1.0 plugin (Debian's stop at 1.0.0): it answers STATUS (failing while bnew.down
+  // exists) and records what GC sends it.
+  writeFileSync(path.join(scripts, 'bnew'), `#!/bin/sh
+conf=$(cat)
+case "$CNI_COMMAND" in
+VERSION) echo '{"cniVersion":"1.1.0","supportedVersions":["1.0.0","1.1.0"]}';;
+ADD) echo '{"cniVersion":"1.1.0","interfaces":[{"name":"'$CNI_IFNAME'","sandbox":"'$CNI_NETNS'"}],"ips":[]}';;
+GC) echo "$conf" > ${scripts}/bnew.gc;;
+STATUS) if [ -e ${scripts}/bnew.down ]; then echo '{"cniVersion":"1.1.0","code":50,"msg":"bnew has no upstream"}'; exit 1; fi;;
+esac
+exit 0
+`, { mode: 0o755 });
   writeFileSync(conflistFile, JSON.stringify(conflist(chain.file, [{ type: 'ptp', ipam: hostLocal(dataDir, '10.172.9.0/24') }])));
   d = await startDaemon(opts);
 });
@@ -271,7 +284,7 @@ test.serial('knit plan shows the chain plugin by plugin with each config; NodeSt
   t.regex(n.cni_status, /STATUS not supported.*1\.0\.0 is below 1\.1\.0/);
 });
 
-test.serial('kill -9 inside the chain (after bridge, before portmap): the next start rolls the chain back', async (t) => {
+test.serial('kill -9 inside the chain (after bridge, before portmap): the next start rolls it back; kill -9 before the DEL: the next start finishes it', async (t) => {
   const p = pod(9);
   await d!.stop();
   const armed = await d!.restart({ KNIT_FAILPOINT: 'cni:1' });
@@ -285,7 +298,14 @@ test.serial('kill -9 inside the chain (after bridge, before portmap): the next s
   // And the network works after the repair.
   const r = (await attach(p, chain.full)).result;
   t.true(pingFrom(HOST, r.ips[0].address.split('/')[0]));
-  await d.call('Detach', { sandbox_id: p.id });
+  // kill -9 before the chain's DEL: the next start finishes the detach.
+  await d.stop();
+  const armedDetach = await d.restart({ KNIT_FAILPOINT: 'detach:0' });
+  d = await crashAndRestart(armedDetach, () => armedDetach.call('Detach', { sandbox_id: p.id }));
+  t.deepEqual(portsOn(`${P}cb`), [], 'detach finished at start-up: no veth');
+  t.deepEqual(leases(dataDir, chain.full), []);
+  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.includes(p.id)), []);
+  t.is((await d.call('List', {})).sandboxes.length, 0);
 });
 
 test.serial('GC leaves exactly the valid attachments: knit\'s own records and a cached attachment no record holds', async (t) => {
@@ -311,4 +331,27 @@ test.serial('GC leaves exactly the valid attachments: knit\'s own records and a 
   t.deepEqual(ipJson(['link', 'show'], b.ns).map((l: any) => l.ifname), ['lo']);
   await d!.call('Detach', { sandbox_id: a.id });
   t.deepEqual(cacheEntries(cacheDir), []);
+});
+
+test.serial('a CNI 1.1.0 chain: NodeStatus carries its STATUS (and the node is not ready while it fails); GC goes to the plugins with the valid attachments', async (t) => {
+  const ready = await d!.call('NodeStatus', {});
+  t.like(ready.networks.find((n: any) => n.name === chain.v11), { mode: 'cni', ready: true, cni_status: 'ready' });
+  writeFileSync(path.join(scripts, 'bnew.down'), '');
+  try {
+    const down = await d!.call('NodeStatus', {});
+    t.false(down.ready);
+    t.like(down.networks.find((n: any) => n.name === chain.v11), { ready: false, cni_status: 'not ready' });
+    t.regex(down.message, /CNI STATUS: CNI plugin bnew STATUS: bnew has no upstream/);
+  } finally {
+    rmSync(path.join(scripts, 'bnew.down'), { force: true });
+  }
+  const p = pod(15);
+  await attach(p, chain.v11);
+  const gc = await d!.call('GarbageCollect', { keep_recorded: true });
+  t.deepEqual(gc.errors, []);
+  const sent = JSON.parse(readFileSync(path.join(scripts, 'bnew.gc'), 'utf8'));
+  t.is(sent.cniVersion, '1.1.0');
+  t.deepEqual(sent['cni.dev/valid-attachments'], [{ containerID: p.id, ifname: 'eth0' }]);
+  await d!.call('Detach', { sandbox_id: p.id });
+  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.startsWith(chain.v11)), []);
 });
