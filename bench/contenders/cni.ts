@@ -9,6 +9,22 @@ import type { Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.
 
 export const CNI_BIN_DIR = '/usr/lib/cni';
 
+/** The bridge plugin's config with host-local IPAM for the contender's network (without
+ * name and cniVersion): exec'd directly here, and as knit's CNI chain by `knit-cni`. */
+export function bridgeHostLocal(ctx: SetupContext): Record<string, unknown> {
+  const net = ctx.network;
+  const dataDir = path.join(ctx.scratch, 'ipam');
+  mkdirSync(dataDir, { recursive: true });
+  return {
+    type: 'bridge',
+    bridge: net.bridge,
+    isGateway: true,
+    ipMasq: false,
+    hairpinMode: false,
+    ipam: { type: 'host-local', dataDir, ranges: [[{ subnet: net.subnet, gateway: net.gateway }]], routes: [{ dst: '0.0.0.0/0' }] },
+  };
+}
+
 export class CniContender implements Contender {
   readonly name = 'cni';
   readonly label = 'CNI bridge+host-local';
@@ -19,25 +35,8 @@ export class CniContender implements Contender {
   private bridge = '';
 
   async setup(ctx: SetupContext): Promise<void> {
-    const net = ctx.network;
-    const dataDir = path.join(ctx.scratch, 'ipam');
-    mkdirSync(dataDir, { recursive: true });
-    this.bridge = net.bridge;
-    this.config = JSON.stringify({
-      cniVersion: '1.0.0',
-      name: `${ctx.prefix}-cni`,
-      type: 'bridge',
-      bridge: net.bridge,
-      isGateway: true,
-      ipMasq: false,
-      hairpinMode: false,
-      ipam: {
-        type: 'host-local',
-        dataDir,
-        ranges: [[{ subnet: net.subnet, gateway: net.gateway }]],
-        routes: [{ dst: '0.0.0.0/0' }],
-      },
-    });
+    this.bridge = ctx.network.bridge;
+    this.config = JSON.stringify({ cniVersion: '1.0.0', name: `${ctx.prefix}-cni`, ...bridgeHostLocal(ctx) });
     await exec(path.join(CNI_BIN_DIR, 'bridge'), [], { env: { CNI_COMMAND: 'VERSION' } }).catch((e: Error) => {
       throw new Error(`CNI plugins not usable (apt-get install containernetworking-plugins): ${e.message}`);
     });

@@ -12,8 +12,12 @@ import { exec, ipBatch } from '../lib/exec.js';
 import { reapGroup, setInstance } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
 import { CCoreClient } from '../lib/ccore-client.js';
+import { bridgeHostLocal } from './cni.js';
 
 export type ClientKind = 'grpc-js' | 'c-core';
+
+/** knit's own bridge network, or the same bridge + host-local as a CNI chain knit executes. */
+export type NetworkKind = 'bridge' | 'cni';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -41,7 +45,7 @@ export class KnitContender implements Contender {
   readonly name: string;
   readonly label: string;
   readonly kind = 'network';
-  readonly flavors: readonly Flavor[] = ['runc', 'kata-tcfilter', 'kubevirt-tap'];
+  readonly flavors: readonly Flavor[];
   readonly maxConcurrency = 16;
   private daemon?: Daemon;
   private client?: grpc.Client;
@@ -51,9 +55,16 @@ export class KnitContender implements Contender {
   private reapGroup = 0;
   private ccore?: CCoreClient;
 
-  constructor(private readonly clientKind: ClientKind = 'grpc-js') {
+  constructor(private readonly clientKind: ClientKind = 'grpc-js', private readonly networkKind: NetworkKind = 'bridge') {
+    if (networkKind === 'cni') {
+      this.name = 'knit-cni';
+      this.label = 'knit (gRPC) on a CNI chain: bridge+host-local';
+      this.flavors = ['runc'];
+      return;
+    }
     this.name = clientKind === 'c-core' ? 'knit-c' : 'knit';
     this.label = clientKind === 'c-core' ? 'knit (gRPC, C-core client)' : 'knit (gRPC)';
+    this.flavors = ['runc', 'kata-tcfilter', 'kubevirt-tap'];
   }
 
   async setup(ctx: SetupContext): Promise<void> {
@@ -66,7 +77,7 @@ export class KnitContender implements Contender {
     this.reapGroup = reapGroup();
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
-    writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket), null, 2));
+    writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket, this.networkKind), null, 2));
     const { cmd, args } = daemonCommand(configPath);
     this.daemon = await startDaemon({ what: 'knit daemon', cmd, args, socket, timeoutMs: 30000 });
     ctx.trackPid(this.daemon.pid, 'knit daemon');
@@ -142,9 +153,13 @@ export function benchRunDir(ctx: { scratch: string; prefix: string }): string {
   return process.env.KNIT_BENCH_RUNDIR === 'disk' ? path.join(ctx.scratch, 'run') : path.join('/dev/shm', `${ctx.prefix}-knit-run`);
 }
 
-/** A config with everything in the contender's scratch dir and one bridge network. */
-function daemonConfig(ctx: SetupContext, socket: string): object {
+/** A config with everything in the contender's scratch dir and one network: knit's bridge, or
+ * the CNI contender's bridge + host-local as a chain (its cache in the scratch dir too). */
+function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): object {
   const net = ctx.network;
+  const network = kind === 'cni'
+    ? { name: NETWORK, mode: 'cni', cni: { conflist: { cniVersion: '1.0.0', name: `${ctx.prefix}-chain`, plugins: [bridgeHostLocal(ctx)] }, cacheDir: path.join(ctx.scratch, 'cni-cache') } }
+    : { name: NETWORK, mode: 'bridge', bridge: net.bridge, ipv4: { subnet: net.subnet, gateway: net.gateway } };
   return {
     socket,
     runDir: benchRunDir(ctx),
@@ -153,7 +168,7 @@ function daemonConfig(ctx: SetupContext, socket: string): object {
     handoffSocket: path.join(ctx.scratch, 'handoff.sock'),
     instance: ctx.prefix,
     logLevel: 'info', // the shipped default: logging is part of what a real attach costs
-    networks: [{ name: NETWORK, mode: 'bridge', bridge: net.bridge, ipv4: { subnet: net.subnet, gateway: net.gateway } }],
+    networks: [network],
   };
 }
 

@@ -7,6 +7,7 @@ import { KnitError } from '../../src/core/errors.js';
 import { loadConflist, type Conflist } from '../../src/cni-exec/conflist.js';
 import { declaredCapabilities } from '../../src/cni-exec/chain.js';
 import type { CniChainAction } from '../../src/net/ops.js';
+import { identifyNetns, type NetnsId } from '../../src/net/netns.js';
 import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../types.js';
 
 export interface PreparedChain {
@@ -53,6 +54,15 @@ function cniArgs(input: InterfaceInput): [string, string][] {
   return pairs;
 }
 
+/** knit plan may be asked about a netns that does not exist yet: then there is nothing to pin. */
+function netnsIdOf(path: string): NetnsId | undefined {
+  try {
+    return identifyNetns(path, { rejectHost: true });
+  } catch {
+    return undefined;
+  }
+}
+
 export async function prepareChain(input: InterfaceInput): Promise<PreparedChain> {
   const cni = input.network.cni!;
   const i = input.request.interfaces.indexOf(input.iface);
@@ -66,7 +76,7 @@ export async function prepareChain(input: InterfaceInput): Promise<PreparedChain
     throw new KnitError('FAILED_PRECONDITION', `interfaces[${i}].network: the conflist of network ${input.network.name} is unusable: ${(err as Error).message}`, { field: `interfaces[${i}].network` });
   }
   const action: Omit<CniChainAction, 'op'> = {
-    network: input.network.name, conflist: list.bytes, containerId: input.sandboxId, ifName: input.iface.name, netns: input.netnsPath,
+    network: input.network.name, conflist: list.bytes, containerId: input.sandboxId, ifName: input.iface.name, netns: input.netnsPath, netnsId: netnsIdOf(input.netnsPath),
     args: cniArgs(input), capabilityArgs: capabilityArgs(input, list), pluginDirs: cni.pluginDirs, cacheDir: cni.cacheDir, timeoutMs: cni.timeoutMs,
   };
   return { list, action };
@@ -93,19 +103,30 @@ export function planChain(input: InterfaceInput): InterfacePlan {
   };
 }
 
+/** The VM models that build on the chain's veth: Kata tcfilter and KubeVirt masquerade and
+ * tap. The others move the pod's MAC or addresses off the veth (macvtap, bridge) or need
+ * knit's host-side veth (host-tap); on a CNI network they are refused, not half-built. */
+function refuseUnbuiltModels(input: InterfaceInput, runtime: string): void {
+  const i = input.request.interfaces.indexOf(input.iface);
+  const b = input.iface.binding ?? {};
+  const model = runtime === 'kata' ? (b.mode ?? 'tcfilter') : runtime === 'kubevirt' ? (b.binding ?? 'masquerade') : undefined;
+  if (model === undefined || ['tcfilter', 'masquerade', 'tap'].includes(model)) return;
+  const field = `interfaces[${i}].binding.${runtime === 'kata' ? 'mode' : 'binding'}`;
+  throw new KnitError('UNIMPLEMENTED', `${field}: ${runtime} ${model} on CNI network ${input.network.name} is not implemented (tcfilter, masquerade and tap are)`, { field });
+}
+
 /** `inner` for interfaces on knit's own networks; the chain for those on a CNI network. */
 export function withCniChains(inner: Strategy): Strategy {
   return {
     runtime: inner.runtime,
     async prepare(input: InterfaceInput, ctx: PrepareContext) {
       if (input.network.mode !== 'cni') return inner.prepare?.(input, ctx);
-      if (inner.runtime !== 'runc') {
-        throw new KnitError('UNIMPLEMENTED', `runtime: ${inner.runtime} on CNI network ${input.network.name} is not implemented yet`, { field: 'runtime' });
-      }
+      refuseUnbuiltModels(input, inner.runtime);
       return prepareChain(input);
     },
     planInterface(input: InterfaceInput) {
-      return input.network.mode === 'cni' ? planChain(input) : inner.planInterface(input);
+      // runc needs nothing beyond the chain's veth; the VM runtimes build on it (pod-side.ts).
+      return input.network.mode === 'cni' && inner.runtime === 'runc' ? planChain(input) : inner.planInterface(input);
     },
   };
 }

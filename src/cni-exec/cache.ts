@@ -2,9 +2,9 @@
 // can hand attachments over: <cacheDir>/results/<network>-<containerID>-<ifname>, a cniCacheV1
 // JSON document holding the list's config (base64, as Go encodes []byte), the runtime's
 // arguments and the chain's final result.
-import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { atomicWriteFile, TMP_SUFFIX } from '../store/atomic.js';
+import { TMP_SUFFIX } from '../store/atomic.js';
 
 export interface CachedAttachment {
   kind: 'cniCacheV1';
@@ -24,9 +24,15 @@ export interface AttachmentKey { network: string; containerId: string; ifName: s
 export const resultsDir = (cacheDir: string) => path.join(cacheDir, 'results');
 export const cacheFile = (cacheDir: string, k: AttachmentKey) => path.join(resultsDir(cacheDir), `${k.network}-${k.containerId}-${k.ifName}`);
 
+/** Written whole under a temporary name and renamed, so a reader (or a kill -9) never sees half
+ * of it; not fsync'd, as libcni does not: knit's own record is the journal, and the cache only
+ * has to survive the process, like the kernel state it describes. */
 export async function writeCache(cacheDir: string, entry: CachedAttachment): Promise<void> {
   await mkdir(resultsDir(cacheDir), { recursive: true, mode: 0o700 });
-  await atomicWriteFile(cacheFile(cacheDir, { network: entry.networkName, containerId: entry.containerId, ifName: entry.ifName }), JSON.stringify(entry), 0o600);
+  const file = cacheFile(cacheDir, { network: entry.networkName, containerId: entry.containerId, ifName: entry.ifName });
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}${TMP_SUFFIX}`);
+  await writeFile(tmp, JSON.stringify(entry), { mode: 0o600 });
+  await rename(tmp, file);
 }
 
 export async function readCache(cacheDir: string, k: AttachmentKey): Promise<CachedAttachment | undefined> {

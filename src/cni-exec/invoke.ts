@@ -71,13 +71,18 @@ function environment(env: InvokeEnv): NodeJS.ProcessEnv {
 export function execPlugin(pluginPath: string, env: InvokeEnv, stdin: object, opts: InvokeOptions & { sandboxId?: string }): Promise<unknown> {
   const plugin = path.basename(pluginPath);
   return new Promise((resolve, reject) => {
-    const child = spawn(pluginPath, [], { env: environment(env), stdio: ['pipe', 'pipe', 'pipe'] });
+    // Its own process group, so a deadline kills what the plugin started too (a helper it forked).
+    const child = spawn(pluginPath, [], { env: environment(env), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGKILL');
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
     }, opts.timeoutMs);
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));

@@ -33,10 +33,40 @@ export function fromCniResult(raw: Record<string, unknown>): Pick<AttachResult, 
   return { interfaces, ips, routes, dns };
 }
 
-/** An interface's part of the answer, as its chain made it (the plan only had a placeholder).
- * The network's DNS from knit's config, if any, stays; else the chain's. */
-export function chainPart(part: InterfacePart, raw: Record<string, unknown>): InterfacePart {
+/** An interface's part of the answer, as its chain made it: the chain's interfaces take the
+ * placeholder's place (a VM runtime's tap and bridge stay beside them), and the hand-offs
+ * built on the chain's veth get its MAC and, where the guest takes the pod's addresses (Kata
+ * tcfilter, KubeVirt tap), its addresses and routes. The network's DNS from knit's config, if
+ * any, stays; else the chain's. */
+export function chainPart(part: InterfacePart, raw: Record<string, unknown>, placeholderMac = 'cni:mac'): InterfacePart {
   const chain = fromCniResult(raw);
+  const at = Math.max(0, part.interfaces.findIndex((i) => i.kind === 'cni' && i.name === part.ifname));
+  const podIf = chain.interfaces.find((i) => i.sandbox && i.name === part.ifname);
+  const podIps = chain.ips.filter((ip) => chain.interfaces[ip.interface] === podIf);
+  const others = [...part.interfaces.slice(0, at), ...part.interfaces.slice(at + 1)].map((i) =>
+    i.handoff ? { ...i, handoff: completeHandoff(i.handoff, podIf?.mac, placeholderMac, podIps, chain.routes) } : i,
+  );
+  const interfaces = [...others.slice(0, at), ...chain.interfaces, ...others.slice(at)];
+  const shift = chain.interfaces.length - 1;
+  const ips = [
+    ...part.ips.map((ip) => (ip.interface > at ? { ...ip, interface: ip.interface + shift } : ip)),
+    ...chain.ips.map((ip) => ({ ...ip, interface: ip.interface + at })),
+  ];
   const dns = part.dns ?? chain.dns;
-  return { ifname: part.ifname, interfaces: chain.interfaces, ips: chain.ips, routes: chain.routes, ...(dns && { dns }) };
+  return { ifname: part.ifname, interfaces, ips, routes: [...part.routes, ...chain.routes], ...(dns && { dns }) };
+}
+
+function completeHandoff(handoff: Record<string, unknown>, mac: string | undefined, placeholder: string, ips: ResultIp[], routes: ResultRoute[]): Record<string, unknown> {
+  const text = JSON.stringify(handoff);
+  const out = JSON.parse(mac ? text.split(placeholder).join(mac) : text) as Record<string, unknown> & { podIpsOn?: string; guest?: Record<string, unknown> };
+  if (out.podIpsOn === 'pod+guest' && out.guest) {
+    out.guest.ips = ips.map((ip) => ({ address: ip.address, family: ip.family, ...(ip.gateway && { gateway: ip.gateway }) }));
+    // A CNI route without gw uses the gateway of its family's address (CNI spec, Routes).
+    const gatewayOf = (dst: string) => ips.find((ip) => ip.family === (dst.includes(':') ? 6 : 4))?.gateway;
+    out.guest.routes = routes.map((r) => {
+      const gateway = r.gw ?? gatewayOf(r.dst);
+      return { dst: r.dst, ...(gateway && { gateway }), ...(r.mtu && { mtu: r.mtu }) };
+    });
+  }
+  return out;
 }

@@ -243,6 +243,8 @@ export interface CniChainAction {
   containerId: string;
   ifName: string;
   netns: string;
+  /** The netns the chain was added in: a DEL never enters another one pinned at the same path. */
+  netnsId?: { dev: number; ino: number };
   args: [string, string][];
   capabilityArgs: Record<string, unknown>;
   pluginDirs: string[];

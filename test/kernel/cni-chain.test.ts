@@ -5,7 +5,7 @@
 import test from 'ava';
 import { status } from '@grpc/grpc-js';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, ipJson, pingFrom, runcAttachReq, podFactory, eventually, CLI, type Daemon } from '../helpers/daemon.js';
@@ -22,8 +22,11 @@ const scripts = path.join(dir, 'plugins');
 const { pod, netnsNames, ids } = podFactory(P);
 
 const chain = {
-  full: `${P}full`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`,
+  full: `${P}full`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`, file: `${P}file`, v11: `${P}v11`,
 };
+/** A conflist in a file, as a ConfigMap mounts it. */
+const conflistFile = path.join(dir, 'configmap', 'file.conflist');
+mkdirSync(path.dirname(conflistFile), { recursive: true });
 const cni = (name: string, list: object, extra: object = {}) => ({
   name, mode: 'cni', cni: { conflist: list, cacheDir, ...extra },
 });
@@ -51,6 +54,8 @@ const opts = {
       { type: 'bridge', bridge: `${P}cg`, ipam: hostLocal(dataDir, '10.172.6.0/24') },
       { type: 'bhang' },
     ]), { pluginDirs: [scripts, DEBIAN_PLUGINS], timeoutMs: 1500 }),
+    { name: chain.file, mode: 'cni', cni: { conflistFile, cacheDir } },
+    cni(chain.v11, conflist(chain.v11, [{ type: 'bnew' }], '1.1.0'), { pluginDirs: [scripts] }),
   ],
 };
 
@@ -68,15 +73,29 @@ test.before(async () => {
   execFileSync('ip', ['-n', HOST, 'link', 'set', `${P}mv0`, 'up']);
   execFileSync('ip', ['-n', HOST, 'link', 'set', `${P}mv1`, 'up']);
   scriptPlugin(scripts, 'bfail', `echo "bfail says no to $CNI_CONTAINERID" >&2; echo '{"cniVersion":"1.0.0","code":7,"msg":"bfail refuses this pod"}'; exit 1`);
-  scriptPlugin(scripts, 'bhang', `echo $$ > ${scripts}/bhang.pid; exec sleep 600`);
+  // It hangs in a helper it forked: the deadline must take the helper too.
+  scriptPlugin(scripts, 'bhang', `sleep 600 & echo $! > ${scripts}/bhang.child; echo $$ > ${scripts}/bhang.pid; wait`);
+  // A CNI 1.1.0 plugin (Debian's stop at 1.0.0): it answers STATUS (failing while bnew.down
+  // exists) and records what GC sends it.
+  writeFileSync(path.join(scripts, 'bnew'), `#!/bin/sh
+conf=$(cat)
+case "$CNI_COMMAND" in
+VERSION) echo '{"cniVersion":"1.1.0","supportedVersions":["1.0.0","1.1.0"]}';;
+ADD) echo '{"cniVersion":"1.1.0","interfaces":[{"name":"'$CNI_IFNAME'","sandbox":"'$CNI_NETNS'"}],"ips":[]}';;
+GC) echo "$conf" > ${scripts}/bnew.gc;;
+STATUS) if [ -e ${scripts}/bnew.down ]; then echo '{"cniVersion":"1.1.0","code":50,"msg":"bnew has no upstream"}'; exit 1; fi;;
+esac
+exit 0
+`, { mode: 0o755 });
+  writeFileSync(conflistFile, JSON.stringify(conflist(chain.file, [{ type: 'ptp', ipam: hostLocal(dataDir, '10.172.9.0/24') }])));
   d = await startDaemon(opts);
 });
 
 test.after.always(async () => {
   await cleanupDaemon(d, opts, ids);
   for (const n of netnsNames) execFileSync('ip', ['netns', 'del', n], { stdio: 'ignore' });
-  const pidFile = path.join(scripts, 'bhang.pid');
-  if (existsSync(pidFile)) {
+  for (const pidFile of ['bhang.pid', 'bhang.child'].map((f) => path.join(scripts, f))) {
+    if (!existsSync(pidFile)) continue;
     try {
       process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
     } catch {
@@ -181,6 +200,23 @@ test.serial('ptp: a veth pair with a host route to the pod, no bridge; knit chec
   t.deepEqual(leases(dataDir, chain.ptp), []);
 });
 
+test.serial('a conflist from a file (a mounted ConfigMap): read at each attach; a pod keeps the config it was added with', async (t) => {
+  const p = pod(13);
+  const r = (await attach(p, chain.file)).result;
+  t.regex(r.ips[0].address, /^10\.172\.9\./);
+  const cached = JSON.parse(readFileSync(path.join(cacheDir, 'results', `${chain.file}-${p.id}-eth0`), 'utf8'));
+  t.is(Buffer.from(cached.config, 'base64').toString(), readFileSync(conflistFile, 'utf8'));
+  // The ConfigMap changes: the next pod gets the new range, the running one is DEL'd with its own.
+  writeFileSync(conflistFile, JSON.stringify(conflist(chain.file, [{ type: 'ptp', ipam: hostLocal(dataDir, '10.172.12.0/24') }])));
+  const q = pod(14);
+  const r2 = (await attach(q, chain.file)).result;
+  t.regex(r2.ips[0].address, /^10\.172\.12\./);
+  await d!.call('Detach', { sandbox_id: p.id });
+  await d!.call('Detach', { sandbox_id: q.id });
+  t.deepEqual(leases(dataDir, chain.file), [], 'both leases released, each by its own config');
+  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.startsWith(chain.file)), []);
+});
+
 test.serial('macvlan on a veth parent the test made: two pods on it reach each other', async (t) => {
   const [a, b] = [pod(3), pod(4)];
   const ra = (await attach(a, chain.mvl)).result;
@@ -216,8 +252,10 @@ test.serial('a plugin that hangs is killed at the deadline and the attach rolled
   const err: any = await t.throwsAsync(attach(p, chain.hang));
   t.is(err.code, status.UNAVAILABLE);
   t.regex(err.message, /CNI plugin bhang ADD: did not finish within 1500 ms and was killed/);
-  const pid = Number(readFileSync(path.join(scripts, 'bhang.pid'), 'utf8'));
-  t.false(existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z'), 'the plugin process is gone');
+  for (const f of ['bhang.pid', 'bhang.child']) {
+    const pid = Number(readFileSync(path.join(scripts, f), 'utf8'));
+    await eventually(() => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z'), `${f} ${pid} gone`);
+  }
   t.deepEqual(portsOn(`${P}cg`), []);
   t.deepEqual(leases(dataDir, chain.hang), []);
   t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname), ['lo']);
@@ -246,7 +284,7 @@ test.serial('knit plan shows the chain plugin by plugin with each config; NodeSt
   t.regex(n.cni_status, /STATUS not supported.*1\.0\.0 is below 1\.1\.0/);
 });
 
-test.serial('kill -9 inside the chain (after bridge, before portmap): the next start rolls the chain back', async (t) => {
+test.serial('kill -9 inside the chain (after bridge, before portmap): the next start rolls it back; kill -9 before the DEL: the next start finishes it', async (t) => {
   const p = pod(9);
   await d!.stop();
   const armed = await d!.restart({ KNIT_FAILPOINT: 'cni:1' });
@@ -260,7 +298,14 @@ test.serial('kill -9 inside the chain (after bridge, before portmap): the next s
   // And the network works after the repair.
   const r = (await attach(p, chain.full)).result;
   t.true(pingFrom(HOST, r.ips[0].address.split('/')[0]));
-  await d.call('Detach', { sandbox_id: p.id });
+  // kill -9 before the chain's DEL: the next start finishes the detach.
+  await d.stop();
+  const armedDetach = await d.restart({ KNIT_FAILPOINT: 'detach:0' });
+  d = await crashAndRestart(armedDetach, () => armedDetach.call('Detach', { sandbox_id: p.id }));
+  t.deepEqual(portsOn(`${P}cb`), [], 'detach finished at start-up: no veth');
+  t.deepEqual(leases(dataDir, chain.full), []);
+  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.includes(p.id)), []);
+  t.is((await d.call('List', {})).sandboxes.length, 0);
 });
 
 test.serial('GC leaves exactly the valid attachments: knit\'s own records and a cached attachment no record holds', async (t) => {
@@ -286,4 +331,27 @@ test.serial('GC leaves exactly the valid attachments: knit\'s own records and a 
   t.deepEqual(ipJson(['link', 'show'], b.ns).map((l: any) => l.ifname), ['lo']);
   await d!.call('Detach', { sandbox_id: a.id });
   t.deepEqual(cacheEntries(cacheDir), []);
+});
+
+test.serial('a CNI 1.1.0 chain: NodeStatus carries its STATUS (and the node is not ready while it fails); GC goes to the plugins with the valid attachments', async (t) => {
+  const ready = await d!.call('NodeStatus', {});
+  t.like(ready.networks.find((n: any) => n.name === chain.v11), { mode: 'cni', ready: true, cni_status: 'ready' });
+  writeFileSync(path.join(scripts, 'bnew.down'), '');
+  try {
+    const down = await d!.call('NodeStatus', {});
+    t.false(down.ready);
+    t.like(down.networks.find((n: any) => n.name === chain.v11), { ready: false, cni_status: 'not ready' });
+    t.regex(down.message, /CNI STATUS: CNI plugin bnew STATUS: bnew has no upstream/);
+  } finally {
+    rmSync(path.join(scripts, 'bnew.down'), { force: true });
+  }
+  const p = pod(15);
+  await attach(p, chain.v11);
+  const gc = await d!.call('GarbageCollect', { keep_recorded: true });
+  t.deepEqual(gc.errors, []);
+  const sent = JSON.parse(readFileSync(path.join(scripts, 'bnew.gc'), 'utf8'));
+  t.is(sent.cniVersion, '1.1.0');
+  t.deepEqual(sent['cni.dev/valid-attachments'], [{ containerID: p.id, ifname: 'eth0' }]);
+  await d!.call('Detach', { sandbox_id: p.id });
+  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.startsWith(chain.v11)), []);
 });
