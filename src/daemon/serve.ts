@@ -84,6 +84,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const hooks: ManagerHooks = {
     attachFailpoint: failpoints.attachFailpoint,
     detachFailpoint: failpoints.detachFailpoint,
+    addInterfaceFailpoint: failpoints.addInterfaceFailpoint,
+    removeInterfaceFailpoint: failpoints.removeInterfaceFailpoint,
     onAttach: (sandboxId, ms, err) => {
       metrics.attachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
       if (err) {
