@@ -44,6 +44,10 @@ export interface InterfaceInput {
    * only its own subnet and its network's configured routes (several networks per pod, as
    * Multus does). Absent: true. */
   defaultRoute?: boolean;
+  /** The number a runtime names this interface's devices by (Kata's tap<N>_kata). Absent: the
+   * interface's position in the request. A hot-plugged interface gets the lowest number no
+   * other interface of the sandbox holds, so a removed interface's number is reused. */
+  slot?: number;
   /** What this strategy's prepare() answered for this interface (device strategies). */
   prepared?: unknown;
 }

@@ -7,6 +7,7 @@ import type { Step } from '../../src/core/plan.js';
 import type { ResultRoute } from '../../src/core/types.js';
 import { aliasTag, hostIfName, podMac, reapGroup } from '../../src/core/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../types.js';
+import { interfaceIndex } from './binding-options.js';
 
 /** Routed mode: the pod's gateway is a link-local address answered by a fixed MAC on the host
  * end (a permanent neighbour entry in the pod), so no proxy ARP and no address on the host. */
@@ -110,6 +111,11 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
   );
 
   const carriesDefault = input.defaultRoute !== false;
+  // A pod may sit on one network twice: its subnet and routes then reach the pod on two
+  // interfaces. Each non-default interface's routes take a metric of their own (the slot is
+  // unique in the sandbox), so neither add collides and either interface can go alone.
+  const metric = carriesDefault ? undefined : (input.slot ?? interfaceIndex(input)) + 1;
+  const withMetric = <T extends object>(o: T) => (metric === undefined ? o : { ...o, metric });
   for (const a of addresses) {
     const gw = routed ? (a.family === 4 ? ROUTED_GW4 : ROUTED_GW6) : a.gateway;
     if (!gw) continue;
@@ -135,18 +141,18 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         steps.push({
           description: `route ${subnet} via ${gw} on ${veth.podName}`,
           netns: ns,
-          do: { op: 'route.add', dst: subnet, gateway: gw, link: veth.podName, onlink: true },
+          do: withMetric({ op: 'route.add' as const, dst: subnet, gateway: gw, link: veth.podName, onlink: true }),
         });
-        routes.push({ dst: subnet, gw });
+        routes.push({ dst: subnet, gw, ...(metric ? { priority: metric } : {}) });
       }
     }
     for (const r of input.network.routes.filter((r) => r.dst.includes(':') === (a.family === 6))) {
       steps.push({
         description: `route ${r.dst} in sandbox`,
         netns: ns,
-        do: { op: 'route.add', dst: r.dst, gateway: r.gw ?? gw, link: veth.podName, onlink: routed },
+        do: withMetric({ op: 'route.add' as const, dst: r.dst, gateway: r.gw ?? gw, link: veth.podName, onlink: routed }),
       });
-      routes.push({ dst: r.dst, gw: r.gw ?? gw });
+      routes.push({ dst: r.dst, gw: r.gw ?? gw, ...(metric ? { priority: metric } : {}) });
     }
   }
   return {

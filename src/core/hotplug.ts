@@ -8,7 +8,7 @@ import type { ActionRunner, Failpoint } from './executor.js';
 import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
 import { KnitError, CniCode } from './errors.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
-import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
+import { composeResult, defaultRouteIndex, freeSlot, planInterfaces } from './interface-plans.js';
 import { withChainParts } from '../cni-exec/steps.js';
 import type { IpamPort, RecordStorePort } from './manager.js';
 import type { InterfaceAllocation, SandboxRecord } from './record.js';
@@ -69,7 +69,8 @@ async function planAdd(hc: HotplugContext, rec: SandboxRecord, iface: InterfaceR
   }
   try {
     const dflt = defaultRouteIndex(rec.request.interfaces);
-    const { steps, parts } = await planInterfaces(hc.strategy(rec.request.runtime), request, [index], [network], [allocation], ctx, dflt);
+    const slot = freeSlot(rec.parts!);
+    const { steps, parts } = await planInterfaces(hc.strategy(rec.request.runtime), request, [index], [network], [allocation], ctx, dflt, [slot]);
     const allParts = [...rec.parts!, ...parts];
     const record: SandboxRecord = {
       ...rec,

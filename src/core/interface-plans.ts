@@ -18,6 +18,8 @@ export interface InterfacePart {
   routes: ResultRoute[];
   /** The network's DNS when the part was planned. */
   dns?: DnsConfig;
+  /** The interface's device slot (InterfaceInput.slot). Absent: its position at Attach. */
+  slot?: number;
 }
 
 /** Index of the interface that gives the sandbox its default route. */
@@ -30,7 +32,8 @@ export function defaultRouteIndex(interfaces: InterfaceRequest[], field = 'inter
 }
 
 /** Plans the interfaces at `indices` of `req`: their steps (tagged with the interface name)
- * and their parts. `allocations` and `networks` run parallel to `indices`. */
+ * and their parts. `allocations`, `networks` and `slots` run parallel to `indices`; without
+ * slots, an interface's slot is its index. */
 export async function planInterfaces(
   strategy: Strategy,
   req: AttachRequest,
@@ -39,6 +42,7 @@ export async function planInterfaces(
   allocations: InterfaceAllocation[],
   ctx: PrepareContext,
   defaultIndex: number,
+  slots: number[] = indices,
 ): Promise<{ steps: Step[]; parts: InterfacePart[] }> {
   const steps: Step[] = [];
   const parts: InterfacePart[] = [];
@@ -47,11 +51,12 @@ export async function planInterfaces(
     const input: InterfaceInput = {
       sandboxId: req.sandboxId, netnsPath: req.netnsPath, request: req, iface, network: networks[k], addresses: allocations[k].addresses,
       defaultRoute: i === defaultIndex,
+      slot: slots[k],
     };
     if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
     const plan = strategy.planInterface(input);
     steps.push(...plan.steps.map((s) => ({ ...s, iface: iface.name })));
-    parts.push({ ifname: iface.name, interfaces: plan.interfaces, ips: plan.ips, routes: plan.routes, ...(networks[k].dns ? { dns: networks[k].dns } : {}) });
+    parts.push({ ifname: iface.name, interfaces: plan.interfaces, ips: plan.ips, routes: plan.routes, slot: slots[k], ...(networks[k].dns ? { dns: networks[k].dns } : {}) });
   }
   return { steps, parts };
 }
@@ -86,4 +91,12 @@ export function mergeDns(configs: (DnsConfig | undefined)[]): DnsConfig | undefi
     options: once(given.map((c) => c.options)),
     ...(domain ? { domain } : {}),
   };
+}
+
+/** The lowest device slot no part holds (a part without one holds its position). */
+export function freeSlot(parts: InterfacePart[]): number {
+  const used = new Set(parts.map((p, k) => p.slot ?? k));
+  let n = 0;
+  while (used.has(n)) n++;
+  return n;
 }

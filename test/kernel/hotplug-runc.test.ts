@@ -2,6 +2,7 @@
 // against a real daemon, checked with ip, ping and knit's own Query/Check/NodeStatus.
 import test from 'ava';
 import { spawn } from 'node:child_process';
+import { fromStruct } from '../../src/api/struct.js';
 import {
   startDaemon, cleanupDaemon, ipJson, pingFrom, eventually, hostLinks, removeLinkQuietly, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
@@ -133,4 +134,27 @@ test.serial('AddInterface plugs net1 on a second network into a running pod; Rem
   t.deepEqual(ipJson(['link', 'show'], a.ns).map((l: any) => l.ifname), ['lo']);
   const end = await d.call('NodeStatus', {});
   t.true(end.networks.every((n: any) => n.pools.every((p: any) => Number(p.used) === 0)));
+});
+
+test.serial('Kata: interfaces plugged and unplugged in any order; a removed tap number is taken by the next added interface', async (t) => {
+  const vm = pods.pod(2);
+  const add = (name: string) => d!.call('AddInterface', { sandbox_id: vm.id, interface: { name, network: NET_B, binding: { mode: 'tcfilter' } } });
+  const taps = () => ipJson(['link', 'show'], vm.ns).map((l: any) => l.ifname).filter((n: string) => /^tap\d+_kata$/.test(n)).sort();
+  await d!.call('Attach', { sandbox_id: vm.id, netns_path: vm.path, runtime: 'KATA', interfaces: [{ name: 'eth0', binding: { mode: 'tcfilter' } }] });
+  await add('net1');
+  await add('net2');
+  t.deepEqual(taps(), ['tap0_kata', 'tap1_kata', 'tap2_kata']);
+  await d!.call('RemoveInterface', { sandbox_id: vm.id, name: 'net1' });
+  await eventually(() => taps().length === 2, 'tap1_kata gone');
+  const { result } = await add('net3');
+  const tapOf = (name: string) => result.interfaces.find((i: any) => i.handoff && (fromStruct(i.handoff) as any).guest?.name === name)?.name;
+  t.is(tapOf('net3'), 'tap1_kata', 'net3 takes the number net1 gave back');
+  t.is(tapOf('net2'), 'tap2_kata');
+  t.deepEqual(taps(), ['tap0_kata', 'tap1_kata', 'tap2_kata']);
+  const q = await d!.call('Query', { sandbox_id: vm.id });
+  t.true(q.live.ok, q.live.differences.join('; '));
+  t.deepEqual(q.sandbox.request.interfaces.map((i: any) => i.name), ['eth0', 'net2', 'net3']);
+  await d!.call('Detach', { sandbox_id: vm.id });
+  await eventually(() => ipJson(['link', 'show'], vm.ns).length === 1, 'VM sandbox emptied');
+  t.deepEqual(ipJson(['link', 'show'], vm.ns).map((l: any) => l.ifname), ['lo']);
 });
