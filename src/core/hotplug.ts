@@ -79,6 +79,7 @@ async function planAdd(hc: HotplugContext, rec: SandboxRecord, iface: InterfaceR
       parts: allParts,
       result: composeResult(request, allParts, request.interfaces[dflt].name),
       pending: { op: 'add', ifname: iface.name },
+      added: [...(rec.added ?? []), iface.name],
       updatedAt: new Date().toISOString(),
     };
     return { record, allocation, steps };
@@ -178,6 +179,7 @@ export function withoutInterface(rec: SandboxRecord, ifname: string): SandboxRec
     allocations: rec.allocations.filter((a) => a.ifname !== ifname),
     steps: rec.steps.filter((s) => s.iface !== ifname),
     parts,
+    added: (rec.added ?? []).filter((n) => n !== ifname),
     result: composeResult(request, parts, request.interfaces.length ? request.interfaces[defaultRouteIndex(request.interfaces)].name : undefined),
     updatedAt: new Date().toISOString(),
   };
@@ -220,4 +222,11 @@ export async function repairPending(rec: SandboxRecord, runner: ActionRunner): P
   const errors = await undoSteps(steps, steps.length, runner, 'undo', rec.netns);
   if (errors.length) return { errors };
   return { record: withoutInterface(rec, ifname), errors: [] };
+}
+
+/** The request as Attach made it: a repeated Attach is compared with this, not with the
+ * interfaces AddInterface added since. */
+export function attachedRequest(rec: SandboxRecord): SandboxRecord['request'] {
+  if (!rec.added?.length) return rec.request;
+  return { ...rec.request, interfaces: rec.request.interfaces.filter((i) => !rec.added!.includes(i.name)) };
 }

@@ -14,7 +14,7 @@ import { chainAttachments, checkChains, displaySteps, withChainParts } from '../
 import { chainStatus, gcNetwork } from '../cni-exec/network.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
-import { addInterface, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
+import { addInterface, attachedRequest, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
   AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
 } from './types.js';
@@ -110,7 +110,7 @@ export class SandboxManager implements SandboxService {
   private async attachLocked(req: AttachRequest): Promise<AttachResult> {
     const existing = this.deps.records.get(req.sandboxId);
     if (existing) {
-      const same = sameRequest(existing.request, req);
+      const same = sameRequest(attachedRequest(existing), req);
       if (existing.state === 'attached' && same) return existing.result;
       throw new KnitError(
         'FAILED_PRECONDITION',

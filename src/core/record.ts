@@ -32,6 +32,8 @@ export interface SandboxRecord {
   /** An AddInterface or RemoveInterface under way: written before its first kernel change, so
    * the next start finishes a remove or takes back an add (src/core/hotplug.ts). */
   pending?: { op: 'add' | 'remove'; ifname: string };
+  /** Interfaces AddInterface added (a repeated Attach is compared without them). */
+  added?: string[];
   createdAt: string;
   updatedAt: string;
 }

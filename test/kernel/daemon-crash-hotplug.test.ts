@@ -11,9 +11,9 @@ import {
 import { crashAndRestart } from '../helpers/crash.js';
 
 const cases = [
-  { tag: 'mcr1', runtime: 'RUNC', binding: {}, net: 20 },
-  { tag: 'mcr2', runtime: 'KATA', binding: { mode: 'tcfilter' }, net: 22 },
-  { tag: 'mcr3', runtime: 'KUBEVIRT', binding: { binding: 'bridge' }, net: 24 },
+  { tag: 'mch1', runtime: 'RUNC', binding: {}, net: 20 },
+  { tag: 'mch2', runtime: 'KATA', binding: { mode: 'tcfilter' }, net: 22 },
+  { tag: 'mch3', runtime: 'KUBEVIRT', binding: { binding: 'bridge' }, net: 24 },
 ];
 
 for (const c of cases) {
@@ -43,47 +43,64 @@ for (const c of cases) {
     if (c.runtime === 'RUNC') t.true(pingFrom(NS, `10.174.${c.net}.1`), `eth0 still reaches its gateway (${when})`);
   }
 
-  test.serial(`${c.runtime}: kill -9 at every AddInterface step and RemoveInterface inverse; restart leaves the sandbox as it was`, async (t) => {
+  /** A daemon with the sandbox attached on eth0 alone, and its pod devices. The test swaps
+   * env.d on every restart; teardown stops whichever daemon is current. */
+  async function setUp(t: ExecutionContext): Promise<{ d: Daemon; before: string[] }> {
     const path = makeNetns(NS);
-    let d: Daemon | undefined;
+    const env = { before: [] as string[] } as { d: Daemon; before: string[] };
     t.teardown(async () => {
-      await cleanupDaemon(d, opts, [ID]);
+      await cleanupDaemon(env.d, opts, [ID]);
       removeLinkQuietly(`${c.tag}bbr`);
       removeNetns(NS);
     });
-    d = await startDaemon(opts);
-    await d.call('Attach', attachReq(path));
-    const before = podLinks();
-    const steps = (await d.call('Plan', { add_interface: addReq })).steps.length;
+    env.d = await startDaemon(opts);
+    await env.d.call('Attach', attachReq(path));
+    env.before = podLinks();
+    return env;
+  }
+
+  async function detachAll(t: ExecutionContext, d: Daemon) {
+    await d.call('Detach', { sandbox_id: ID });
+    await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${ID};`)), 'every device reaped');
+    t.deepEqual(podLinks(), ['lo']);
+  }
+
+  test.serial(`${c.runtime}: kill -9 before every AddInterface step; restart takes net1 back and leaves the sandbox as it was`, async (t) => {
+    const env = await setUp(t);
+    const steps = (await env.d.call('Plan', { add_interface: addReq })).steps.length;
     t.true(steps >= 4, `the add has ${steps} steps`);
-    await d.stop();
+    await env.d.stop();
     for (let n = 0; n <= steps; n++) {
-      const armed: Daemon = await d.restart({ KNIT_FAILPOINT: `addif:${n}` });
-      d = await crashAndRestart(armed, () => armed.call('AddInterface', addReq));
-      await assertOnlyEth0(t, d, before, `crash before add step ${n}`);
-      await d.stop();
+      const armed: Daemon = await env.d.restart({ KNIT_FAILPOINT: `addif:${n}` });
+      env.d = armed;
+      env.d = await crashAndRestart(armed, () => armed.call('AddInterface', addReq));
+      await assertOnlyEth0(t, env.d, env.before, `crash before add step ${n}`);
+      await env.d.stop();
     }
-    d = await d.restart();
+    env.d = await env.d.restart();
+    await detachAll(t, env.d);
+  });
+
+  test.serial(`${c.runtime}: kill -9 before every RemoveInterface inverse; restart finishes the removal`, async (t) => {
+    const env = await setUp(t);
     for (let n = 0; ; n++) {
-      await d.call('AddInterface', addReq);
-      await d.stop();
-      const armed: Daemon = await d.restart({ KNIT_FAILPOINT: `removeif:${n}` });
+      await env.d.call('AddInterface', addReq);
+      await env.d.stop();
+      const armed: Daemon = await env.d.restart({ KNIT_FAILPOINT: `removeif:${n}` });
+      env.d = armed;
       let died = false;
       void armed.exited.then((e) => (died = e.signal === 'SIGKILL'));
       await armed.call('RemoveInterface', { sandbox_id: ID, name: 'net1' }).catch(() => undefined);
       await new Promise((r) => setTimeout(r, 100));
       if (!died) {
         t.true(n >= 2, `the removal has ${n} inverse actions`);
-        await assertOnlyEth0(t, armed, before, `failpoint ${n} is past the last inverse`);
-        d = armed;
+        await assertOnlyEth0(t, armed, env.before, `failpoint ${n} is past the last inverse`);
         break;
       }
       armed.close();
-      d = await armed.restart();
-      await assertOnlyEth0(t, d, before, `crash before remove inverse ${n}`);
+      env.d = await armed.restart();
+      await assertOnlyEth0(t, env.d, env.before, `crash before remove inverse ${n}`);
     }
-    await d.call('Detach', { sandbox_id: ID });
-    await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${ID};`)), 'every device reaped');
-    t.deepEqual(podLinks(), ['lo']);
+    await detachAll(t, env.d);
   });
 }
