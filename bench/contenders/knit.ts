@@ -12,7 +12,7 @@ import { exec, ipBatch } from '../lib/exec.js';
 import { reapGroup, setInstance } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
 import { CCoreClient } from '../lib/ccore-client.js';
-import { bridgeHostLocal } from './cni.js';
+import { bridgeHostLocal, keepHostForwarding } from './cni.js';
 
 export type ClientKind = 'grpc-js' | 'c-core';
 
@@ -54,6 +54,7 @@ export class KnitContender implements Contender {
   private scratch = '';
   private reapGroup = 0;
   private ccore?: CCoreClient;
+  private restoreForwarding?: () => void;
 
   constructor(private readonly clientKind: ClientKind = 'grpc-js', private readonly networkKind: NetworkKind = 'bridge') {
     if (networkKind === 'cni') {
@@ -71,6 +72,7 @@ export class KnitContender implements Contender {
     this.net = ctx.network;
     this.prefix = ctx.prefix;
     this.scratch = ctx.scratch;
+    if (this.networkKind === 'cni') this.restoreForwarding = keepHostForwarding();
     // the daemon runs as instance <prefix> (config below), so no other knit daemon on this
     // host (tests, the real one) sweeps or reaps its devices; its reap group follows the name
     setInstance(ctx.prefix);
@@ -133,6 +135,7 @@ export class KnitContender implements Contender {
     await this.daemon?.stop();
     // the daemon made the bridge from its config; like CNI it leaves it when stopping
     if (this.net) await ipBatch([`link del ${this.net.bridge}`], undefined, true);
+    this.restoreForwarding?.();
     rmSync(benchRunDir({ scratch: this.scratch, prefix: this.prefix }), { recursive: true, force: true });
   }
 

@@ -49,10 +49,9 @@ export function declaredCapabilities(list: Conflist): Set<string> {
 
 const key = (list: Conflist, rt: { containerId: string; ifName: string }): AttachmentKey => ({ network: list.name, containerId: rt.containerId, ifName: rt.ifName });
 
-async function run(list: Conflist, plugin: PluginConf, command: CniCommand, rt: Partial<ChainRuntime>, conf: object, env: ChainEnv): Promise<unknown> {
-  const pluginPath = await findPlugin(plugin.type, env.pluginDirs).catch((e: PluginError) => {
-    throw new PluginError(plugin.type, command, e.message.replace(/^CNI plugin \S+ \S+: /, ''));
-  });
+async function run(plugin: PluginConf, command: CniCommand, rt: Partial<ChainRuntime>, conf: object, env: ChainEnv): Promise<unknown> {
+  const pluginPath = await findPlugin(plugin.type, env.pluginDirs);
+  if (!pluginPath) throw new PluginError(plugin.type, command, `no executable "${plugin.type}" in ${env.pluginDirs.join(':')}`);
   return execPlugin(pluginPath, { command, containerId: rt.containerId, netns: rt.netns, ifName: rt.ifName, args: rt.args, pluginDirs: env.pluginDirs }, conf, {
     timeoutMs: env.timeoutMs, log: env.log, sandboxId: rt.containerId,
   });
@@ -66,7 +65,7 @@ export async function addChain(list: Conflist, rt: ChainRuntime, env: ChainEnv):
   try {
     for (const [n, plugin] of list.plugins.entries()) {
       env.beforeAdd?.(n);
-      result = (await run(list, plugin, 'ADD', rt, pluginConfig(list, plugin, result, rt.capabilityArgs), env)) as CniResult | undefined;
+      result = (await run(plugin, 'ADD', rt, pluginConfig(list, plugin, result, rt.capabilityArgs), env)) as CniResult | undefined;
       if (!result || typeof result !== 'object') throw new PluginError(plugin.type, 'ADD', 'printed no result');
     }
   } catch (err) {
@@ -89,7 +88,7 @@ export async function delChain(list: Conflist, rt: ChainRuntime, env: ChainEnv):
   const errors: string[] = [];
   for (const plugin of [...list.plugins].reverse()) {
     try {
-      await run(list, plugin, 'DEL', rt, pluginConfig(list, plugin, cached, rt.capabilityArgs), env);
+      await run(plugin, 'DEL', rt, pluginConfig(list, plugin, cached, rt.capabilityArgs), env);
     } catch (err) {
       errors.push((err as Error).message);
     }
@@ -107,7 +106,7 @@ export async function checkChain(list: Conflist, rt: ChainRuntime, env: ChainEnv
   const problems: string[] = [];
   for (const plugin of list.plugins) {
     try {
-      await run(list, plugin, 'CHECK', rt, pluginConfig(list, plugin, cached.result, rt.capabilityArgs), env);
+      await run(plugin, 'CHECK', rt, pluginConfig(list, plugin, cached.result, rt.capabilityArgs), env);
     } catch (err) {
       problems.push((err as Error).message);
     }
@@ -138,7 +137,7 @@ export async function gcChain(list: Conflist, valid: { containerId: string; ifNa
     const attachments = valid.map((v) => ({ containerID: v.containerId, ifname: v.ifName }));
     for (const plugin of list.plugins) {
       const conf = { ...plugin, name: list.name, cniVersion: list.cniVersion, 'cni.dev/valid-attachments': attachments, 'cni.dev/attachments': attachments };
-      await run(list, plugin, 'GC', {}, conf, env).catch((err: Error) => out.errors.push(err.message));
+      await run(plugin, 'GC', {}, conf, env).catch((err: Error) => out.errors.push(err.message));
     }
   }
   return out;
@@ -150,7 +149,7 @@ export async function statusChain(list: Conflist, env: ChainEnv): Promise<{ supp
   if (compareVersions(list.cniVersion, '1.1.0') < 0) return { supported: false };
   for (const plugin of list.plugins) {
     try {
-      await run(list, plugin, 'STATUS', {}, { ...plugin, name: list.name, cniVersion: list.cniVersion }, env);
+      await run(plugin, 'STATUS', {}, { ...plugin, name: list.name, cniVersion: list.cniVersion }, env);
     } catch (err) {
       return { supported: true, problem: (err as Error).message };
     }
@@ -163,7 +162,7 @@ export async function statusChain(list: Conflist, env: ChainEnv): Promise<{ supp
 export async function negotiateVersions(list: Conflist, env: ChainEnv): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (const plugin of list.plugins) {
-    const info = (await run(list, plugin, 'VERSION', {}, { cniVersion: list.cniVersion }, env)) as { supportedVersions?: string[] } | undefined;
+    const info = (await run(plugin, 'VERSION', {}, { cniVersion: list.cniVersion }, env)) as { supportedVersions?: string[] } | undefined;
     const supported = info?.supportedVersions ?? [];
     if (!supported.includes(list.cniVersion)) {
       throw new PluginError(plugin.type, 'VERSION', `supports CNI versions ${supported.join(', ') || '(none)'}, not the list's cniVersion ${list.cniVersion}`);

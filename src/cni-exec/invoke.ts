@@ -45,7 +45,7 @@ export class PluginError extends Error {
 const PLUGIN_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** libcni's FindInPath: the first directory holding an executable of that name. */
-export async function findPlugin(type: string, dirs: string[]): Promise<string> {
+export async function findPlugin(type: string, dirs: string[]): Promise<string | undefined> {
   for (const dir of dirs) {
     const candidate = path.join(dir, type);
     try {
@@ -55,7 +55,7 @@ export async function findPlugin(type: string, dirs: string[]): Promise<string> 
       // next directory
     }
   }
-  throw new PluginError(type, 'VERSION', `no executable "${type}" in ${dirs.join(':')}`);
+  return undefined;
 }
 
 function environment(env: InvokeEnv): NodeJS.ProcessEnv {

@@ -56,10 +56,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, { onProblem: storeProblem });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
-  const failpoints = failpointsFromEnv(process.env, log);
+  const { beforeCniAdd, ...planFailpoints } = failpointsFromEnv(process.env, log);
   const runner = new PlanRunner({
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
-    beforeAdd: failpoints.beforeCniAdd,
+    beforeAdd: beforeCniAdd,
   });
   const ipam = new Ipam(config.networks);
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
@@ -82,10 +82,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const metrics = new KnitMetrics();
   const hooks: ManagerHooks = {
-    attachFailpoint: failpoints.attachFailpoint,
-    detachFailpoint: failpoints.detachFailpoint,
-    addInterfaceFailpoint: failpoints.addInterfaceFailpoint,
-    removeInterfaceFailpoint: failpoints.removeInterfaceFailpoint,
+    ...planFailpoints,
     onAttach: (sandboxId, ms, err) => {
       metrics.attachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
       if (err) {
