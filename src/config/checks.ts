@@ -79,6 +79,9 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
     issue(['defaultNetwork'], `${JSON.stringify(config.defaultNetwork)} is not one of the networks (${[...firstByName.keys()].join(', ')})`);
   }
   if (config.handoffSocket === config.socket) issue(['handoffSocket'], `must differ from socket (${config.socket})`);
+  if (config.cniSocket === config.socket || config.cniSocket === config.handoffSocket) {
+    issue(['cniSocket'], `must differ from socket and handoffSocket (${config.cniSocket})`);
+  }
   return issues;
 }
 

@@ -59,6 +59,9 @@ export interface KnitConfig {
   logLevel: (typeof LOG_LEVELS)[number];
   requiredExtensions: string[];
   handoffSocket: string;
+  /** knit-cni's socket and its durable DEL queue (schema.ts). */
+  cniSocket: string;
+  cniDeleteQueue: string;
   /** Prefix of alias tags and seed of the reap group: see schema.ts. */
   instance: string;
   /** sysfs for device attachments (schema.ts). */

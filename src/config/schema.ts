@@ -125,6 +125,11 @@ export const configSchema = z.strictObject({
   requiredExtensions: z.array(z.string().min(1)).default([]),
   /** Where VM launchers ask for their tap fds (SCM_RIGHTS) with the token from Attach. */
   handoffSocket: absolutePath.default('/run/knit/handoff.sock'),
+  /** Where knit-cni (the CNI shim runtimes exec) reaches the daemon. */
+  cniSocket: absolutePath.default('/run/knit/cni.sock'),
+  /** Where knit-cni writes DELs while the daemon is down; drained at start-up. Survives reboots
+   * of the daemon, so on persistent storage. */
+  cniDeleteQueue: absolutePath.default('/var/lib/knit/cni-delete-queue'),
   /** Network for interfaces that name none. Default: the first network. */
   defaultNetwork: z.string().optional(),
   /** Names this daemon's objects (alias tags "<instance>:...", its reap group). Keep the

@@ -28,13 +28,16 @@ import { NetnsChecker } from './netns-checker.js';
 import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './handoff.js';
 import { publishLinkEvents } from './link-events.js';
+import { CniFrontend } from '../cni-frontend/handler.js';
+import { drainDeleteQueue, startCniServer } from '../cni-frontend/server.js';
+import { makePeerGate } from '../api/peer-gate.js';
 
 export interface ServeOptions {
   config?: string;
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -133,6 +136,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
     createNetns: (p) => pinned.create(p),
     deleteNetns: (idOrPath) => pinned.delete(idOrPath),
   });
+  const cniFrontend = new CniFrontend(manager);
+  const drained = await drainDeleteQueue(config.cniDeleteQueue, cniFrontend, log);
+  if (drained.done || drained.failed) log.info(drained, 'queued CNI deletes carried out');
+  const cni = await startCniServer({
+    socketPath: config.cniSocket,
+    frontend: cniFrontend,
+    allow: makePeerGate({ allowedUids: config.allowedUids, peerCred: (fd) => peerCred(fd), logger: log, socketPath: config.cniSocket }),
+    log,
+  });
   const handoff = await startHandoffServer({
     socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,
   });
@@ -173,6 +185,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   stopLinkEvents();
   await api.close();
   await handoff.close();
+  await cni.close();
   metricsServer?.close();
   await reaper.reapNow();
   reaper.stop();

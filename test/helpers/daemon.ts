@@ -66,6 +66,8 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
     stateDir: path.join(dir, 'state'),
     netnsDir: path.join(dir, 'netns'),
     handoffSocket: path.join(dir, 'handoff.sock'),
+    cniSocket: path.join(dir, 'cni.sock'),
+    cniDeleteQueue: path.join(dir, 'cni-delete-queue'),
     logLevel: 'debug',
     // Tests run daemons side by side: each must see only its own objects.
     instance: `knit-${o.prefix}`,
