@@ -6,7 +6,7 @@ import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy } from '../.
 import { KnitError, CniCode } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, type ActionRunner, type Failpoint } from './executor.js';
-import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
@@ -156,7 +156,7 @@ export class SandboxManager implements SandboxService {
     const { steps, result } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result, createdAt: now, updatedAt: now,
+      version: SANDBOX_RECORD_VERSION, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
