@@ -126,6 +126,16 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const stopLinkEvents = publishLinkEvents(manager, records, log);
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
+  // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
+  const cniFrontend = new CniFrontend(manager);
+  const drained = await drainDeleteQueue(config.cniDeleteQueue, cniFrontend, log);
+  if (drained.done || drained.failed) log.info(drained, 'queued CNI deletes carried out');
+  const cni = await startCniServer({
+    socketPath: config.cniSocket,
+    frontend: cniFrontend,
+    allow: makePeerGate({ allowedUids: config.allowedUids, peerCred: (fd) => peerCred(fd), logger: log, socketPath: config.cniSocket }),
+    log,
+  });
   const api = await startApiServer({
     socketPath: config.socket,
     service: manager,
@@ -135,15 +145,6 @@ export async function serve(opts: ServeOptions): Promise<void> {
     defaultNetnsDir: config.netnsDir,
     createNetns: (p) => pinned.create(p),
     deleteNetns: (idOrPath) => pinned.delete(idOrPath),
-  });
-  const cniFrontend = new CniFrontend(manager);
-  const drained = await drainDeleteQueue(config.cniDeleteQueue, cniFrontend, log);
-  if (drained.done || drained.failed) log.info(drained, 'queued CNI deletes carried out');
-  const cni = await startCniServer({
-    socketPath: config.cniSocket,
-    frontend: cniFrontend,
-    allow: makePeerGate({ allowedUids: config.allowedUids, peerCred: (fd) => peerCred(fd), logger: log, socketPath: config.cniSocket }),
-    log,
   });
   const handoff = await startHandoffServer({
     socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,
