@@ -3,6 +3,8 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { fromStruct } from '../../src/api/struct.js';
+import * as grpc from '@grpc/grpc-js';
+import { knitProto } from '../../src/api/proto.js';
 import {
   startDaemon, cleanupDaemon, ipJson, pingFrom, eventually, hostLinks, removeLinkQuietly, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
@@ -157,4 +159,28 @@ test.serial('Kata: interfaces plugged and unplugged in any order; a removed tap 
   await d!.call('Detach', { sandbox_id: vm.id });
   await eventually(() => ipJson(['link', 'show'], vm.ns).length === 1, 'VM sandbox emptied');
   t.deepEqual(ipJson(['link', 'show'], vm.ns).map((l: any) => l.ifname), ['lo']);
+});
+
+test.serial('Watch reports interface-added and interface-removed, each with the sandbox result after it', async (t) => {
+  const p = pods.pod(3);
+  const client = new (knitProto().Knit)(`unix://${d!.socket}`, grpc.credentials.createInsecure());
+  t.teardown(() => client.close());
+  const events: any[] = [];
+  const stream = (client as any).Watch({ sandbox_id: p.id }) as grpc.ClientReadableStream<any>;
+  stream.on('data', (e: any) => e.sandbox && events.push(e.sandbox)); // link events of its host ends come too
+  stream.on('error', () => undefined); // CANCELLED at the end
+  t.teardown(() => stream.cancel());
+  await new Promise<void>((resolve) => stream.once('metadata', () => resolve()));
+
+  await d!.call('Attach', runcAttachReq(p.id, p.path));
+  await d!.call('AddInterface', { sandbox_id: p.id, interface: { name: 'net1', network: NET_B } });
+  await d!.call('AddInterface', { sandbox_id: p.id, interface: { name: 'net1', network: NET_B } }); // a repeat changes nothing
+  await d!.call('RemoveInterface', { sandbox_id: p.id, name: 'net1' });
+  await d!.call('RemoveInterface', { sandbox_id: p.id, name: 'net1' });
+  await d!.call('Detach', { sandbox_id: p.id });
+  await eventually(() => events.some((e) => e?.type === 'detach'), 'the detach event');
+  t.deepEqual(events.map((e) => e.type), ['attach', 'interface-added', 'interface-removed', 'detach'], 'each change once, in order');
+  const podSide = (e: any) => e.result.interfaces.filter((i: any) => i.sandbox).map((i: any) => i.name);
+  t.deepEqual(podSide(events[1]), ['eth0', 'net1']);
+  t.deepEqual(podSide(events[2]), ['eth0']);
 });
