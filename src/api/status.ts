@@ -17,6 +17,7 @@ const toGrpc: Record<KnitErrorCode, grpc.status> = {
   RESOURCE_EXHAUSTED: grpc.status.RESOURCE_EXHAUSTED,
   UNAVAILABLE: grpc.status.UNAVAILABLE,
   PERMISSION_DENIED: grpc.status.PERMISSION_DENIED,
+  UNIMPLEMENTED: grpc.status.UNIMPLEMENTED,
   INTERNAL: grpc.status.INTERNAL,
 };
 

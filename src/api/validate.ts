@@ -131,6 +131,7 @@ const iface = z
     ips: z.array(checked(z.string(), rules.cidrProblem)).default([]),
     device,
     binding: stringMap.default({}),
+    default_route: z.boolean().default(false),
   })
   .transform((i): InterfaceRequest => {
     const out: InterfaceRequest = { name: i.name };
@@ -140,6 +141,7 @@ const iface = z
     if (i.ips.length) out.ips = i.ips;
     if (i.device) out.device = i.device;
     if (Object.keys(i.binding).length) out.binding = i.binding;
+    if (i.default_route) out.defaultRoute = true;
     return out;
   });
 
@@ -166,6 +168,10 @@ const interfaces = z.preprocess(
         });
       } else seen.set(i.name, index);
     });
+    const marked = list.flatMap((i, index) => (i.defaultRoute ? [index] : []));
+    if (marked.length > 1) {
+      ctx.addIssue({ code: 'custom', message: `only one interface carries the default route, and interfaces[${marked[0]}] already does`, path: [marked[1], 'default_route'] });
+    }
   }),
 );
 
@@ -306,4 +312,25 @@ export function validateExtension(wire: unknown): Extension {
 
 export function validateExtensionName(value: unknown): string {
   return parse(z.object({ name: extensionSchema.shape.name }), { name: value }).name;
+}
+
+const addInterfaceSchema = z.object({
+  sandbox_id: sandboxId,
+  interface: z.preprocess((v) => v ?? {}, iface),
+});
+
+export function validateAddInterface(wire: unknown, opts?: ValidateOptions): { sandboxId: string; iface: InterfaceRequest } {
+  if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
+  const r = parse(addInterfaceSchema, wire, opts);
+  return { sandboxId: r.sandbox_id, iface: r.interface };
+}
+
+const removeInterfaceSchema = z.object({
+  sandbox_id: sandboxId,
+  name: checked(z.string(), rules.ifnameProblem).prefault(''),
+});
+
+export function validateRemoveInterface(wire: unknown): { sandboxId: string; name: string } {
+  const r = parse(removeInterfaceSchema, wire ?? {});
+  return { sandboxId: r.sandbox_id, name: r.name };
 }

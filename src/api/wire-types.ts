@@ -23,6 +23,7 @@ export interface WireInterfaceRequest {
   ips: string[];
   device: WireDeviceRef | null;
   binding: Record<string, string>;
+  default_route: boolean;
 }
 
 export interface WirePortMapping {
@@ -122,6 +123,7 @@ export interface WireNodeStatus {
     name: string;
     mode: string;
     ready: boolean;
+    cni_status: string;
     pools: { family: number; subnet: string; size: string; used: string; free: string }[];
   }[];
   sandboxes: number;

@@ -10,11 +10,12 @@ export interface WireInterfaceFlag {
   ips: string[];
   binding: Record<string, string>;
   device?: { bdf?: string; netdev?: string; pool?: string; device?: string };
+  default_route?: boolean;
 }
 
 const DEVICE_KEYS = new Set(['bdf', 'netdev', 'pool', 'device']);
 
-/** `--if name[,network=..,mac=..,mtu=..,ip=..,ip=..,binding.K=V,bdf=..,netdev=..,pool=..,device=..]` */
+/** `--if name[,network=..,mac=..,mtu=..,ip=..,ip=..,binding.K=V,bdf=..,netdev=..,pool=..,device=..,default]` */
 export function parseInterface(spec: string): WireInterfaceFlag {
   const parts = spec.split(',');
   const out: WireInterfaceFlag = { name: '', ips: [], binding: {} };
@@ -23,6 +24,10 @@ export function parseInterface(spec: string): WireInterfaceFlag {
     if (eq < 0) {
       if (i === 0) {
         out.name = part;
+        return;
+      }
+      if (part === 'default') {
+        out.default_route = true;
         return;
       }
       throw usageError(`--if ${spec}: "${part}" is not key=value`);
@@ -38,7 +43,7 @@ export function parseInterface(spec: string): WireInterfaceFlag {
     } else if (key.startsWith('binding.') && key.length > 'binding.'.length) out.binding[key.slice('binding.'.length)] = value;
     else if (DEVICE_KEYS.has(key)) out.device = { ...out.device, [key]: value };
     else {
-      throw usageError(`--if ${spec}: unknown key "${key}" (known: network, mac, mtu, ip, binding.<key>, bdf, netdev, pool, device)`);
+      throw usageError(`--if ${spec}: unknown key "${key}" (known: network, mac, mtu, ip, binding.<key>, bdf, netdev, pool, device, and the flag default)`);
     }
   });
   return out;

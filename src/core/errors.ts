@@ -9,6 +9,7 @@ export type KnitErrorCode =
   | 'RESOURCE_EXHAUSTED'
   | 'UNAVAILABLE'
   | 'PERMISSION_DENIED'
+  | 'UNIMPLEMENTED'
   | 'INTERNAL';
 
 /** CNI spec error codes (CNI 1.1 §Error). */
@@ -38,4 +39,9 @@ export class KnitError extends Error {
   static invalid(field: string, message: string): KnitError {
     return new KnitError('INVALID_ARGUMENT', `${field}: ${message}`, { field, cniCode: CniCode.invalidConfig });
   }
+}
+
+export function asKnitError(err: unknown): KnitError {
+  if (err instanceof KnitError) return err;
+  return new KnitError('INTERNAL', (err as Error)?.message ?? String(err), { cause: err });
 }

@@ -4,6 +4,7 @@
 import type { Step } from './plan.js';
 import type { AttachRequest, AttachResult, AttachmentState } from './types.js';
 import type { Allocation } from '../../runtimes/types.js';
+import type { InterfacePart } from './interface-plans.js';
 
 export interface NetnsIdentity { path: string; dev: number; ino: number }
 
@@ -30,6 +31,14 @@ export interface SandboxRecord {
   steps: Step[];
   /** The answer Attach gives (also for an idempotent repeat). */
   result: AttachResult;
+  /** Each interface's share of the result, in request order; `result` is composed from them.
+   * Absent in records written before interfaces could be hot-plugged. */
+  parts?: InterfacePart[];
+  /** An AddInterface or RemoveInterface under way: written before its first kernel change, so
+   * the next start finishes a remove or takes back an add (src/core/hotplug.ts). */
+  pending?: { op: 'add' | 'remove'; ifname: string };
+  /** Interfaces AddInterface added (a repeated Attach is compared without them). */
+  added?: string[];
   createdAt: string;
   updatedAt: string;
 }
