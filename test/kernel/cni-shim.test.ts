@@ -6,7 +6,7 @@ import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { startDaemon, cleanupDaemon, ipJson, pingFrom, hostLinks, podFactory, type Daemon } from '../helpers/daemon.js';
+import { startDaemon, cleanupDaemon, ipJson, pingFrom, hostLinks, podFactory, eventually, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 
 const P = uniquePrefix('cshm');
@@ -54,6 +54,8 @@ function shim(command: string, env: { id?: string; netns?: string; ifname?: stri
 }
 
 const knitLinksOf = (id: string) => hostLinks().filter((l) => l.ifalias?.includes(`sandbox=${id};`));
+/** Detach answers once the devices are harmless; the reaper deletes them just after. */
+const linksGone = (...ids: string[]) => eventually(() => ids.every((id) => knitLinksOf(id).length === 0), `links of ${ids.join(', ')} deleted`);
 
 test.serial('the shim is a static executable', (t) => {
   const r = spawnSync('file', [SHIM], { encoding: 'utf8' });
@@ -92,7 +94,7 @@ test.serial('ADD attaches with the pod name from CNI_ARGS; the pod pings its gat
 
   t.is(shim('DEL', { id: p.id, netns: p.path }, conf()).code, 0);
   await t.throwsAsync(d!.call('Query', { sandbox_id: p.id }));
-  t.deepEqual(knitLinksOf(p.id), []);
+  await linksGone(p.id);
   t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname), ['lo']);
   // DEL again, and DEL with the netns gone, succeed.
   t.is(shim('DEL', { id: p.id, netns: '' }, conf()).code, 0);
@@ -144,7 +146,8 @@ test.serial('GC removes this network\'s sandboxes missing from the valid list, u
   t.truthy(await d!.call('Query', { sandbox_id: a.id }));
   t.is(shim('GC', {}, conf({ cniVersion: '1.1.0', 'cni.dev/attachments': [] })).code, 0);
   await t.throwsAsync(d!.call('Query', { sandbox_id: a.id }));
-  t.deepEqual([...knitLinksOf(a.id), ...knitLinksOf(b.id)], []);
+  await linksGone(a.id, b.id);
+  t.pass();
 });
 
 test.serial('daemon down: STATUS and ADD fail with code 11 naming the socket; DEL is queued durably and done at the next start', async (t) => {
@@ -163,9 +166,9 @@ test.serial('daemon down: STATUS and ADD fail with code 11 naming the socket; DE
   t.is(readdirSync(queue).filter((n) => n.endsWith('.json')).length, 1);
   t.true(knitLinksOf(p.id).length > 0, 'still attached while the daemon is down');
   d = await d!.restart();
-  t.deepEqual(readdirSync(queue), []);
+  t.deepEqual(readdirSync(queue), [], d.logs.filter((l) => l.includes('CNI')).join('\n'));
   await t.throwsAsync(d.call('Query', { sandbox_id: p.id }));
-  t.deepEqual(knitLinksOf(p.id), []);
+  await linksGone(p.id);
   t.is(shim('STATUS', {}, conf()).code, 0);
   t.false(existsSync(path.join(queue, 'x')));
 });
