@@ -17,6 +17,7 @@ const toGrpc: Record<KnitErrorCode, grpc.status> = {
   RESOURCE_EXHAUSTED: grpc.status.RESOURCE_EXHAUSTED,
   UNAVAILABLE: grpc.status.UNAVAILABLE,
   PERMISSION_DENIED: grpc.status.PERMISSION_DENIED,
+  UNIMPLEMENTED: grpc.status.UNIMPLEMENTED,
   INTERNAL: grpc.status.INTERNAL,
 };
 
@@ -26,6 +27,7 @@ const defaultCniCode: Partial<Record<KnitErrorCode, number>> = {
   NOT_FOUND: CniCode.containerUnknown,
   INVALID_ARGUMENT: CniCode.invalidConfig,
   UNAVAILABLE: CniCode.tryAgainLater,
+  UNIMPLEMENTED: CniCode.unsupportedField,
 };
 
 export function grpcCodeOf(code: KnitErrorCode): grpc.status {

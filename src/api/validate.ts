@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { KnitError } from '../core/errors.js';
 import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../core/types.js';
 import * as rules from './rules.js';
+import { applyBandwidthAnnotations, parseBandwidth } from './bandwidth.js';
 import { fromStruct, type StructMsg } from './struct.js';
 import type { WireAttachRequest } from './wire-types.js';
 
@@ -240,7 +241,20 @@ function parse<S extends z.ZodType>(schema: S, input: unknown, opts: ValidateOpt
 
 export function validateAttach(wire: Partial<WireAttachRequest> | null | undefined, opts?: ValidateOptions): AttachRequest {
   if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
-  return parse(attachSchema, wire, opts);
+  const req = parse(attachSchema, wire, opts);
+  try {
+    const withLimits = req.interfaces.map((i, index) => {
+      const bandwidth = parseBandwidth(wire.interfaces?.[index]?.bandwidth, `interfaces[${index}].bandwidth.`);
+      return bandwidth ? { ...i, bandwidth } : i;
+    });
+    req.interfaces = applyBandwidthAnnotations(withLimits, req.annotations);
+  } catch (err) {
+    if (!(err instanceof KnitError) || !err.details.field) throw err;
+    const field = err.details.field;
+    const renamed = (opts?.prefix ?? '') + (opts?.rename ? opts.rename(field) : field);
+    throw KnitError.invalid(renamed, err.message.slice(field.length + 2));
+  }
+  return req;
 }
 
 export function validateSandboxId(value: unknown, field = 'sandbox_id'): string {

@@ -9,6 +9,7 @@ export type KnitErrorCode =
   | 'RESOURCE_EXHAUSTED'
   | 'UNAVAILABLE'
   | 'PERMISSION_DENIED'
+  | 'UNIMPLEMENTED'
   | 'INTERNAL';
 
 /** CNI spec error codes (CNI 1.1 §Error). */

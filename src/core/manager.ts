@@ -114,6 +114,7 @@ export class SandboxManager implements SandboxService {
     }
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
+    refuseBandwidth(req);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
 
     const netns = this.deps.netns.identify(req.netnsPath);
@@ -418,3 +419,12 @@ function attachError(err: unknown, req: AttachRequest): KnitError {
 }
 
 export type { Op, OpResult };
+
+/** Bandwidth limits are accepted by the API but not yet enforced: say so instead of ignoring them. */
+function refuseBandwidth(req: AttachRequest): void {
+  const index = req.interfaces.findIndex((i) => i.bandwidth);
+  if (index < 0) return;
+  throw new KnitError('UNIMPLEMENTED', `interfaces[${index}].bandwidth: rate limits are not enforced by this knit yet`, {
+    field: `interfaces[${index}].bandwidth`,
+  });
+}
