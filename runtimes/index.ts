@@ -6,12 +6,14 @@ import { runcStrategy } from './runc/index.js';
 import { kataStrategy } from './kata/index.js';
 import { kubevirtStrategy } from './kubevirt/index.js';
 import { withDevices } from './device/index.js';
+import { withCniChains } from './cni/index.js';
 
-/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/device) on any interface. */
+/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/device) on any interface, and
+ * CNI plugin chains (runtimes/cni) on networks of mode "cni". */
 export const strategies: Record<RuntimeKind, Strategy> = {
-  runc: withDevices(runcStrategy),
-  kata: withDevices(kataStrategy),
-  kubevirt: withDevices(kubevirtStrategy),
+  runc: withDevices(withCniChains(runcStrategy)),
+  kata: withDevices(withCniChains(kataStrategy)),
+  kubevirt: withDevices(withCniChains(kubevirtStrategy)),
 };
 
 export { runcStrategy, kataStrategy, kubevirtStrategy };

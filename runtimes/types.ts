@@ -1,13 +1,16 @@
 // The contract between core and a runtime strategy: core hands over one interface of one
 // sandbox with its addresses already allocated; the strategy answers with the steps that
 // build it and the result a launcher or kubelet needs. Strategies compute; they never run.
-import type { AttachRequest, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
+import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
 import type { Step } from '../src/core/plan.js';
+import type { CniSettings } from '../src/config/resolve.js';
 import type { Op, OpResult } from '../src/net/ops.js';
 
 export interface NetworkSpec {
   name: string;
-  mode: 'bridge' | 'routed';
+  mode: 'bridge' | 'routed' | 'cni';
+  /** mode "cni": the plugin chain knit executes (src/config/resolve.ts CniSettings). */
+  cni?: CniSettings;
   /** Linux bridge name (bridge mode). */
   bridge?: string;
   mtu: number;
@@ -15,6 +18,8 @@ export interface NetworkSpec {
   ipv4?: { subnet: string; gateway: string };
   ipv6?: { subnet: string; gateway: string };
   routes: { dst: string; gw?: string }[];
+  /** DNS this network's pods use (merged over the sandbox's networks: src/core/interface-plans.ts). */
+  dns?: DnsConfig;
   /** The node's kernel can forward IPv6 per device (net.ipv6.conf.<dev>.force_forwarding,
    * Linux 6.17+): routed mode then forwards a pod's IPv6 without touching the global switch. */
   ipv6PerDeviceForwarding?: boolean;
@@ -35,6 +40,14 @@ export interface InterfaceInput {
   iface: InterfaceRequest;
   network: NetworkSpec;
   addresses: Allocation[];
+  /** False: another interface's network gives the sandbox its default route; this one gets
+   * only its own subnet and its network's configured routes (several networks per pod, as
+   * Multus does). Absent: true. */
+  defaultRoute?: boolean;
+  /** The number a runtime names this interface's devices by (Kata's tap<N>_kata). Absent: the
+   * interface's position in the request. A hot-plugged interface gets the lowest number no
+   * other interface of the sandbox holds, so a removed interface's number is reused. */
+  slot?: number;
   /** What this strategy's prepare() answered for this interface (device strategies). */
   prepared?: unknown;
 }

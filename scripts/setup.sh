@@ -17,6 +17,8 @@ APT_PACKAGES=(
   dpkg apt     # apt-get download + dpkg-deb -x: the QEMU fixture's kernel and modules
   xz-utils zstd # kernel modules may ship compressed
   file         # tests check what the guest image files are
+  podman containerd # unmodified CNI clients of knit-cni (test/e2e/cni-*.test.ts)
+  python3-grpcio # the bench's C-core gRPC client (what a Go or C caller of knit pays)
 )
 KERNEL_META=linux-image-cloud-amd64 # what test/fixtures/kernel-package.ts resolves
 

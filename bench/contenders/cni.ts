@@ -2,12 +2,37 @@
 // network config on stdin, CNI_* in the environment, one process per ADD and per DEL.
 // host-local keeps its allocations in a private dataDir; the plugin makes the bridge on the
 // first ADD and DEL never removes it, so teardown does.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exec, ipBatch } from '../lib/exec.js';
 import type { Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 
 export const CNI_BIN_DIR = '/usr/lib/cni';
+
+const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward';
+
+/** The bridge plugin's isGateway switches the host's IPv4 forwarding on (and leaves it on);
+ * a bench run puts it back as it found it. Answers the function that does. */
+export function keepHostForwarding(): () => void {
+  const before = readFileSync(IP_FORWARD, 'utf8');
+  return () => writeFileSync(IP_FORWARD, before);
+}
+
+/** The bridge plugin's config with host-local IPAM for the contender's network (without
+ * name and cniVersion): exec'd directly here, and as knit's CNI chain by `knit-cni`. */
+export function bridgeHostLocal(ctx: SetupContext): Record<string, unknown> {
+  const net = ctx.network;
+  const dataDir = path.join(ctx.scratch, 'ipam');
+  mkdirSync(dataDir, { recursive: true });
+  return {
+    type: 'bridge',
+    bridge: net.bridge,
+    isGateway: true,
+    ipMasq: false,
+    hairpinMode: false,
+    ipam: { type: 'host-local', dataDir, ranges: [[{ subnet: net.subnet, gateway: net.gateway }]], routes: [{ dst: '0.0.0.0/0' }] },
+  };
+}
 
 export class CniContender implements Contender {
   readonly name = 'cni';
@@ -17,27 +42,12 @@ export class CniContender implements Contender {
   readonly maxConcurrency = 16;
   private config = '';
   private bridge = '';
+  private restoreForwarding?: () => void;
 
   async setup(ctx: SetupContext): Promise<void> {
-    const net = ctx.network;
-    const dataDir = path.join(ctx.scratch, 'ipam');
-    mkdirSync(dataDir, { recursive: true });
-    this.bridge = net.bridge;
-    this.config = JSON.stringify({
-      cniVersion: '1.0.0',
-      name: `${ctx.prefix}-cni`,
-      type: 'bridge',
-      bridge: net.bridge,
-      isGateway: true,
-      ipMasq: false,
-      hairpinMode: false,
-      ipam: {
-        type: 'host-local',
-        dataDir,
-        ranges: [[{ subnet: net.subnet, gateway: net.gateway }]],
-        routes: [{ dst: '0.0.0.0/0' }],
-      },
-    });
+    this.bridge = ctx.network.bridge;
+    this.restoreForwarding = keepHostForwarding();
+    this.config = JSON.stringify({ cniVersion: '1.0.0', name: `${ctx.prefix}-cni`, ...bridgeHostLocal(ctx) });
     await exec(path.join(CNI_BIN_DIR, 'bridge'), [], { env: { CNI_COMMAND: 'VERSION' } }).catch((e: Error) => {
       throw new Error(`CNI plugins not usable (apt-get install containernetworking-plugins): ${e.message}`);
     });
@@ -53,6 +63,7 @@ export class CniContender implements Contender {
 
   async teardown(): Promise<void> {
     if (this.bridge) await ipBatch([`link del ${this.bridge}`], undefined, true);
+    this.restoreForwarding?.();
   }
 
   private async call(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {

@@ -1,17 +1,22 @@
 // The kernel floor: bench/floor/knit-floor.c doing the attach with raw rtnetlink, no daemon
 // and no per-sandbox process start-up (long-lived --serve processes fed over a pipe). The
 // figure recorded is the time spent inside the C process (CLOCK_MONOTONIC around the netlink
-// work), so the pipe hop to Node is not charged to the kernel.
+// work), so the pipe hop to Node is not charged to the kernel. Its VM flavors (Kata tcfilter and
+// KubeVirt tap are the same kernel work in knit: veth + tap + a redirect each way) add that
+// tap and the two redirects inside the netns, so VM attaches have a floor too.
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { ipBatch } from '../lib/exec.js';
 import { LineProcess } from '../lib/line-process.js';
 import { buildFloor } from '../floor/build.js';
 
+/** Each sandbox has its own netns, so one tap name serves all (Kata's own). */
+const TAP = 'tap0_kata';
+
 export class FloorCContender implements Contender {
   readonly name = 'floor-c';
   readonly label = 'floor: C rtnetlink';
   readonly kind = 'network';
-  readonly flavors: readonly Flavor[] = ['runc'];
+  readonly flavors: readonly Flavor[] = ['runc', 'kata-tcfilter', 'kubevirt-tap'];
   readonly maxConcurrency = 16;
   private net?: BenchNetwork;
   private binary = '';
@@ -20,6 +25,8 @@ export class FloorCContender implements Contender {
   /** One serve process per concurrent call; idle ones are reused. */
   private readonly idle: LineProcess[] = [];
   private readonly all: LineProcess[] = [];
+  /** Sandboxes attached with a tap, whose detach must delete it too. */
+  private readonly withTap = new Set<string>();
 
   async setup(ctx: SetupContext): Promise<void> {
     this.ctx = ctx;
@@ -34,13 +41,18 @@ export class FloorCContender implements Contender {
     this.idle.push(this.spawn());
   }
 
-  async attach(sb: Sandbox): Promise<number> {
+  async attach(sb: Sandbox, flavor: Flavor = 'runc'): Promise<number> {
     const net = this.net!;
-    return this.call(`attach ${sb.netnsPath} ${net.hostLinkFor(sb.slot)} ${sb.ifname} ${net.addressFor(sb.slot)} ${net.gateway}`, sb);
+    const pod = `${sb.netnsPath} ${net.hostLinkFor(sb.slot)} ${sb.ifname} ${net.addressFor(sb.slot)} ${net.gateway}`;
+    if (flavor === 'runc') return this.call(`attach ${pod}`, sb);
+    this.withTap.add(sb.id);
+    return this.call(`attach-vm ${pod} ${TAP}`, sb);
   }
 
   async detach(sb: Sandbox): Promise<number> {
-    return this.call(`detach ${this.net!.hostLinkFor(sb.slot)}`, sb);
+    const host = this.net!.hostLinkFor(sb.slot);
+    if (!this.withTap.delete(sb.id)) return this.call(`detach ${host}`, sb);
+    return this.call(`detach-vm ${sb.netnsPath} ${host} ${TAP}`, sb);
   }
 
   async teardown(): Promise<void> {

@@ -9,8 +9,11 @@ import { KnitContender } from './knit.js';
 
 export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => Contender }> = [
   { name: 'knit', tag: 'k', make: () => new KnitContender() },
+  { name: 'knit-c', tag: 'j', make: () => new KnitContender('c-core') },
+  { name: 'knit-cni', tag: 'n', make: () => new KnitContender('grpc-js', 'cni') },
   { name: 'cni', tag: 'c', make: () => new CniContender() },
   { name: 'floor-c', tag: 'f', make: () => new FloorCContender() },
   { name: 'floor-ip', tag: 'i', make: () => new FloorIpContender() },
   { name: 'grpc', tag: 'g', make: () => new GrpcBaselineContender() },
+  { name: 'grpc-c', tag: 'h', make: () => new GrpcBaselineContender('c-core') },
 ];

@@ -1,6 +1,7 @@
 // knit over gRPC, client-observed: the daemon runs as a child process with a temporary config
-// and socket; each attach is one Attach RPC and each detach one Detach RPC from a grpc-js client
-// (the clock runs around the call, so the transport is included: compare with the grpc row).
+// and socket; each attach is one Attach RPC and each detach one Detach RPC, from a grpc-js
+// client ('knit') or a C-core client ('knit-c', as a Go or C caller would see knit). The clock
+// runs around the call, so the transport is included: compare with the grpc / grpc-c rows.
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,13 @@ import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { exec, ipBatch } from '../lib/exec.js';
 import { reapGroup, setInstance } from '../../src/core/names.js';
 import { knitProto } from '../../src/api/proto.js';
+import { CCoreClient } from '../lib/ccore-client.js';
+import { bridgeHostLocal, keepHostForwarding } from './cni.js';
+
+export type ClientKind = 'grpc-js' | 'c-core';
+
+/** knit's own bridge network, or the same bridge + host-local as a CNI chain knit executes. */
+export type NetworkKind = 'bridge' | 'cni';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -34,10 +42,10 @@ export function attachRequest(sb: Sandbox, flavor: Flavor): object {
 }
 
 export class KnitContender implements Contender {
-  readonly name = 'knit';
-  readonly label = 'knit (gRPC)';
+  readonly name: string;
+  readonly label: string;
   readonly kind = 'network';
-  readonly flavors: readonly Flavor[] = ['runc', 'kata-tcfilter', 'kubevirt-tap'];
+  readonly flavors: readonly Flavor[];
   readonly maxConcurrency = 16;
   private daemon?: Daemon;
   private client?: grpc.Client;
@@ -45,18 +53,33 @@ export class KnitContender implements Contender {
   private prefix = '';
   private scratch = '';
   private reapGroup = 0;
+  private ccore?: CCoreClient;
+  private restoreForwarding?: () => void;
+
+  constructor(private readonly clientKind: ClientKind = 'grpc-js', private readonly networkKind: NetworkKind = 'bridge') {
+    if (networkKind === 'cni') {
+      this.name = 'knit-cni';
+      this.label = 'knit (gRPC) on a CNI chain: bridge+host-local';
+      this.flavors = ['runc'];
+      return;
+    }
+    this.name = clientKind === 'c-core' ? 'knit-c' : 'knit';
+    this.label = clientKind === 'c-core' ? 'knit (gRPC, C-core client)' : 'knit (gRPC)';
+    this.flavors = ['runc', 'kata-tcfilter', 'kubevirt-tap'];
+  }
 
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
     this.prefix = ctx.prefix;
     this.scratch = ctx.scratch;
+    if (this.networkKind === 'cni') this.restoreForwarding = keepHostForwarding();
     // the daemon runs as instance <prefix> (config below), so no other knit daemon on this
     // host (tests, the real one) sweeps or reaps its devices; its reap group follows the name
     setInstance(ctx.prefix);
     this.reapGroup = reapGroup();
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
-    writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket), null, 2));
+    writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket, this.networkKind), null, 2));
     const { cmd, args } = daemonCommand(configPath);
     this.daemon = await startDaemon({ what: 'knit daemon', cmd, args, socket, timeoutMs: 30000 });
     ctx.trackPid(this.daemon.pid, 'knit daemon');
@@ -68,14 +91,27 @@ export class KnitContender implements Contender {
     // the socket appears once the API serves; NodeStatus says whether the bench network is up
     const status = (await this.unary('NodeStatus', {})) as { ready: boolean; reason: string; message: string };
     if (!status.ready) throw new Error(`knit daemon not ready: ${status.reason}: ${status.message}`);
+    if (this.clientKind === 'c-core') {
+      this.ccore = new CCoreClient(socket);
+      ctx.trackPid(this.ccore.pid!, 'C-core gRPC client');
+    }
   }
 
-  async attach(sb: Sandbox, flavor: Flavor): Promise<void> {
-    await this.unary('Attach', attachRequest(sb, flavor), sb);
+  async attach(sb: Sandbox, flavor: Flavor): Promise<number | void> {
+    return this.call('Attach', attachRequest(sb, flavor), sb);
   }
 
-  async detach(sb: Sandbox): Promise<void> {
-    await this.unary('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  async detach(sb: Sandbox): Promise<number | void> {
+    return this.call('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  }
+
+  private async call(method: string, req: object, sb: Sandbox): Promise<number | void> {
+    if (!this.ccore) {
+      await this.unary(method, req, sb);
+      return;
+    }
+    const def = (this.client!.constructor as unknown as grpc.ServiceClientConstructor).service[method];
+    return this.ccore.call(def.path, def.requestSerialize(req));
   }
 
   /** Detach only moves devices into knit's reap group; wait until the reaper deleted ours. */
@@ -94,10 +130,12 @@ export class KnitContender implements Contender {
   }
 
   async teardown(): Promise<void> {
+    await this.ccore?.close();
     this.client?.close();
     await this.daemon?.stop();
     // the daemon made the bridge from its config; like CNI it leaves it when stopping
     if (this.net) await ipBatch([`link del ${this.net.bridge}`], undefined, true);
+    this.restoreForwarding?.();
     rmSync(benchRunDir({ scratch: this.scratch, prefix: this.prefix }), { recursive: true, force: true });
   }
 
@@ -118,9 +156,13 @@ export function benchRunDir(ctx: { scratch: string; prefix: string }): string {
   return process.env.KNIT_BENCH_RUNDIR === 'disk' ? path.join(ctx.scratch, 'run') : path.join('/dev/shm', `${ctx.prefix}-knit-run`);
 }
 
-/** A config with everything in the contender's scratch dir and one bridge network. */
-function daemonConfig(ctx: SetupContext, socket: string): object {
+/** A config with everything in the contender's scratch dir and one network: knit's bridge, or
+ * the CNI contender's bridge + host-local as a chain (its cache in the scratch dir too). */
+function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): object {
   const net = ctx.network;
+  const network = kind === 'cni'
+    ? { name: NETWORK, mode: 'cni', cni: { conflist: { cniVersion: '1.0.0', name: `${ctx.prefix}-chain`, plugins: [bridgeHostLocal(ctx)] }, cacheDir: path.join(ctx.scratch, 'cni-cache') } }
+    : { name: NETWORK, mode: 'bridge', bridge: net.bridge, ipv4: { subnet: net.subnet, gateway: net.gateway } };
   return {
     socket,
     runDir: benchRunDir(ctx),
@@ -129,7 +171,7 @@ function daemonConfig(ctx: SetupContext, socket: string): object {
     handoffSocket: path.join(ctx.scratch, 'handoff.sock'),
     instance: ctx.prefix,
     logLevel: 'info', // the shipped default: logging is part of what a real attach costs
-    networks: [{ name: NETWORK, mode: 'bridge', bridge: net.bridge, ipv4: { subnet: net.subnet, gateway: net.gateway } }],
+    networks: [network],
   };
 }
 

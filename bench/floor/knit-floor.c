@@ -8,6 +8,10 @@
 //                RTM_NEWLINK up (the kernel refuses IFF_UP on a peer created in another netns),
 //                RTM_NEWADDR, RTM_NEWROUTE default via the gateway
 //   detach     : one RTM_DELLINK of the host end (the peer goes with it)
+//   VM flavor  : the same, plus what a Kata tcfilter attach adds inside the netns: a persistent
+//                tap (TUNSETIFF + TUNSETPERSIST on a /dev/net/tun opened there), the tap up, an
+//                ingress qdisc on the peer and on the tap, and a u32 match-all filter with a
+//                mirred egress redirect each way; its detach deletes the tap, then the veth
 // One message per round trip, each acknowledged: batching would save syscalls, not kernel work.
 //
 // Modes:
@@ -15,6 +19,8 @@
 //       long-lived; reads commands on stdin, one per line, answers one line each:
 //         attach <netns-path> <host-name> <peer-name> <addr>/<plen> <gateway>
 //         detach <host-name>
+//         attach-vm <netns-path> <host-name> <peer-name> <addr>/<plen> <gateway> <tap-name>
+//         detach-vm <netns-path> <host-name> <tap-name>
 //       answer: "ok <nanoseconds spent inside this process>" or "err <what failed>: <strerror>"
 //   knit-floor --bridge BR --netns PATH --addr A/P --gw G [--host NAME] --count N
 //       N attach/detach cycles in one netns, then a summary line; process start-up is paid once.
@@ -22,9 +28,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_ether.h>
 #include <linux/if_link.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
+#include <linux/pkt_cls.h>
+#include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
+#include <linux/tc_act/tc_mirred.h>
 #include <linux/veth.h>
 #include <net/if.h>
 #include <pthread.h>
@@ -33,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,19 +130,34 @@ static int nl_call(int fd, msg_t *m, msg_t *reply) {
 
 // setns() moves only the calling thread, so a throwaway thread enters the netns and opens the
 // socket there; the socket stays bound to that netns after the thread exits.
+// A tun device is made in the netns its /dev/net/tun fd was opened in, so the same thread
+// opens that too when asked (tun_fd != NULL).
 typedef struct {
   int ns_fd;
   int result;
+  int *tun_fd;
 } ns_open_t;
 
 static void *ns_open_thread(void *arg) {
   ns_open_t *o = arg;
-  o->result = setns(o->ns_fd, CLONE_NEWNET) < 0 ? -errno : nl_open();
+  if (setns(o->ns_fd, CLONE_NEWNET) < 0) {
+    o->result = -errno;
+    return NULL;
+  }
+  o->result = nl_open();
+  if (o->result >= 0 && o->tun_fd) {
+    *o->tun_fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (*o->tun_fd < 0) {
+      int e = errno;
+      close(o->result);
+      o->result = -e;
+    }
+  }
   return NULL;
 }
 
-static int nl_open_in(int ns_fd) {
-  ns_open_t o = {.ns_fd = ns_fd, .result = -EINVAL};
+static int nl_open_in_with_tun(int ns_fd, int *tun_fd) {
+  ns_open_t o = {.ns_fd = ns_fd, .result = -EINVAL, .tun_fd = tun_fd};
   pthread_t t;
   int e = pthread_create(&t, NULL, ns_open_thread, &o);
   if (e) return -e;
@@ -138,12 +165,14 @@ static int nl_open_in(int ns_fd) {
   return o.result;
 }
 
+static int nl_open_in(int ns_fd) { return nl_open_in_with_tun(ns_fd, NULL); }
+
 // ---------------------------------------------------------------------------------------------
 // The work
 
 static int host_nl = -1;
 static int bridge_index;
-static char failed_step[64];
+static char failed_step[128];
 
 #define STEP(name, expr)                                \
   do {                                                  \
@@ -226,17 +255,74 @@ static int default_route_add(int fd, int index, struct in_addr gw) {
   return nl_call(fd, &m, NULL);
 }
 
-static int link_delete(const char *name) {
+static int link_delete_in(int fd, const char *name) {
   msg_t m;
   msg_init(&m, RTM_DELLINK, NLM_F_ACK);
   struct ifinfomsg *ifi = msg_put(&m, sizeof(*ifi));
   ifi->ifi_family = AF_UNSPEC;
   attr_put(&m, IFLA_IFNAME, name, strlen(name) + 1);
-  return nl_call(host_nl, &m, NULL);
+  return nl_call(fd, &m, NULL);
 }
 
-static int attach(const char *ns_path, const char *host, const char *peer, const char *cidr, const char *gw_s) {
-  int err = 0, ns_fd = -1, ns_nl = -1, index;
+static int link_delete(const char *name) { return link_delete_in(host_nl, name); }
+
+// The VM flavor's extra kernel work, all inside the sandbox netns.
+
+static int tap_create(int tun_fd, const char *name) {
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof(ifr));
+  snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+  if (ioctl(tun_fd, TUNSETIFF, &ifr) < 0) return -errno;
+  if (ioctl(tun_fd, TUNSETPERSIST, 1) < 0) return -errno;
+  return 0;
+}
+
+static struct tcmsg *tc_header(msg_t *m, int index, uint32_t handle, uint32_t parent, uint32_t info) {
+  struct tcmsg *t = msg_put(m, sizeof(*t));
+  t->tcm_family = AF_UNSPEC;
+  t->tcm_ifindex = index;
+  t->tcm_handle = handle;
+  t->tcm_parent = parent;
+  t->tcm_info = info;
+  return t;
+}
+
+static int ingress_qdisc_add(int fd, int index) {
+  msg_t m;
+  msg_init(&m, RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
+  tc_header(&m, index, 0xFFFF0000, TC_H_INGRESS, 0);
+  attr_put(&m, TCA_KIND, "ingress", 8);
+  return nl_call(fd, &m, NULL);
+}
+
+// `tc filter add dev FROM ingress protocol all u32 match u8 0 0 action mirred egress redirect dev TO`
+static int redirect_add(int fd, int from, int to) {
+  msg_t m;
+  msg_init(&m, RTM_NEWTFILTER, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
+  tc_header(&m, from, 0, 0xFFFFFFF2, TC_H_MAKE(1u << 16, htons(ETH_P_ALL)));
+  attr_put(&m, TCA_KIND, "u32", 4);
+  struct rtattr *options = nest_begin(&m, TCA_OPTIONS);
+  struct rtattr *acts = nest_begin(&m, TCA_U32_ACT);
+  struct rtattr *first = nest_begin(&m, 1);
+  attr_put(&m, TCA_ACT_KIND, "mirred", 7);
+  struct rtattr *act_opts = nest_begin(&m, TCA_ACT_OPTIONS | NLA_F_NESTED);
+  struct tc_mirred mirred = {.action = TC_ACT_STOLEN, .eaction = TCA_EGRESS_REDIR, .ifindex = (uint32_t)to};
+  attr_put(&m, TCA_MIRRED_PARMS, &mirred, sizeof(mirred));
+  nest_end(&m, act_opts);
+  nest_end(&m, first);
+  nest_end(&m, acts);
+  struct {
+    struct tc_u32_sel sel;
+    struct tc_u32_key key;  // mask 0, value 0: every packet
+  } sel = {.sel = {.flags = TC_U32_TERMINAL, .nkeys = 1}};
+  attr_put(&m, TCA_U32_SEL, &sel, sizeof(sel));
+  nest_end(&m, options);
+  return nl_call(fd, &m, NULL);
+}
+
+static int attach(const char *ns_path, const char *host, const char *peer, const char *cidr, const char *gw_s, const char *tap) {
+  int err = 0, ns_fd = -1, ns_nl = -1, tun_fd = -1, index, tap_index;
   char addr_s[64];
   struct in_addr addr, gw;
   const char *slash = strchr(cidr, '/');
@@ -250,11 +336,34 @@ static int attach(const char *ns_path, const char *host, const char *peer, const
   ns_fd = open(ns_path, O_RDONLY | O_CLOEXEC);
   STEP("open netns", ns_fd < 0 ? -errno : 0);
   STEP("create veth", veth_create(host, peer, ns_fd));
-  STEP("open netlink in netns", ns_nl = nl_open_in(ns_fd));
+  STEP("open netlink in netns", ns_nl = nl_open_in_with_tun(ns_fd, tap ? &tun_fd : NULL));
   STEP("look up peer", index = link_index(ns_nl, peer));
   STEP("set peer up", link_up(ns_nl, index));
   STEP("add address", addr_add(ns_nl, index, addr, plen));
   STEP("add default route", default_route_add(ns_nl, index, gw));
+  if (tap) {
+    STEP("create tap", tap_create(tun_fd, tap));
+    STEP("look up tap", tap_index = link_index(ns_nl, tap));
+    STEP("set tap up", link_up(ns_nl, tap_index));
+    STEP("ingress qdisc on peer", ingress_qdisc_add(ns_nl, index));
+    STEP("ingress qdisc on tap", ingress_qdisc_add(ns_nl, tap_index));
+    STEP("redirect peer to tap", redirect_add(ns_nl, index, tap_index));
+    STEP("redirect tap to peer", redirect_add(ns_nl, tap_index, index));
+  }
+out:
+  if (tun_fd >= 0) close(tun_fd);
+  if (ns_nl >= 0) close(ns_nl);
+  if (ns_fd >= 0) close(ns_fd);
+  return err;
+}
+
+static int detach_vm(const char *ns_path, const char *host, const char *tap) {
+  int err = 0, ns_fd = -1, ns_nl = -1;
+  ns_fd = open(ns_path, O_RDONLY | O_CLOEXEC);
+  STEP("open netns", ns_fd < 0 ? -errno : 0);
+  STEP("open netlink in netns", ns_nl = nl_open_in(ns_fd));
+  STEP("delete tap", link_delete_in(ns_nl, tap));
+  STEP("delete link", link_delete(host));
 out:
   if (ns_nl >= 0) close(ns_nl);
   if (ns_fd >= 0) close(ns_fd);
@@ -288,12 +397,16 @@ static int serve(void) {
     uint64_t t0 = now_ns();
     int rc;
     if (!strcmp(words[0], "attach") && n == 6) {
-      rc = attach(words[1], words[2], words[3], words[4], words[5]);
+      rc = attach(words[1], words[2], words[3], words[4], words[5], NULL);
+    } else if (!strcmp(words[0], "attach-vm") && n == 7) {
+      rc = attach(words[1], words[2], words[3], words[4], words[5], words[6]);
     } else if (!strcmp(words[0], "detach") && n == 2) {
       snprintf(failed_step, sizeof(failed_step), "delete link");
       rc = link_delete(words[1]);
+    } else if (!strcmp(words[0], "detach-vm") && n == 4) {
+      rc = detach_vm(words[1], words[2], words[3]);
     } else {
-      snprintf(failed_step, sizeof(failed_step), "command (want attach NS HOST PEER A/P GW | detach HOST)");
+      snprintf(failed_step, sizeof(failed_step), "command (want attach NS HOST PEER A/P GW | attach-vm ... TAP | detach HOST | detach-vm NS HOST TAP)");
       rc = -EINVAL;
     }
     answer(rc, now_ns() - t0);
@@ -316,7 +429,7 @@ static int count_loop(int count, const char *ns, const char *host, const char *a
   uint64_t *a = calloc(count, sizeof(*a)), *d = calloc(count, sizeof(*d));
   for (int i = 0; i < count; i++) {
     uint64_t t0 = now_ns();
-    int rc = attach(ns, host, "eth0", addr, gw);
+    int rc = attach(ns, host, "eth0", addr, gw, NULL);
     uint64_t t1 = now_ns();
     if (rc < 0) {
       fprintf(stderr, "knit-floor: attach %d: %s: %s\n", i, failed_step, strerror(-rc));

@@ -2,7 +2,7 @@
 // The harness owns the sandboxes' netns (made before the clock starts, removed after) and the
 // clock; a contender owns its network (bridge, subnet) and whatever process it runs.
 
-/** What the sandbox is wired as. Everything but 'runc' is knit-only (full run). */
+/** What the sandbox is wired as. Everything but 'runc' is knit's and the C floor's only (full run). */
 export type Flavor = 'runc' | 'kata-tcfilter' | 'kubevirt-tap';
 
 /** One sandbox, as the harness hands it to a contender. */

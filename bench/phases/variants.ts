@@ -1,5 +1,5 @@
 // The VM runtimes' attaches (Kata veth+tap with tc redirect, KubeVirt tap binding), for the
-// contenders that can do them (knit only): fresh sandbox, attach, detach, as in the latency
+// contenders that can do them (knit, and the C floor doing the same kernel work): fresh sandbox, attach, detach, as in the latency
 // run. A flavor whose first attach fails is recorded as skipped with the reason.
 import type { Flavor } from '../lib/contender.js';
 import type { Lineup } from '../lib/lineup.js';

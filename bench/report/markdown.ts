@@ -79,13 +79,28 @@ function scaleSection(r: BenchResults): string {
 }
 
 function variantsSection(r: BenchResults): string {
+  const floor = floorName(r);
+  const p50 = (xs: number[] | undefined) => (xs?.length ? summarize(xs).p50 : undefined);
+  const floorOf = (flavor: string, op: 'attach' | 'detach') => p50(r.variants!.find((v) => v.contender === floor && v.flavor === flavor && !v.skipped)?.[op]);
   const rows = r.variants!.map((v) => {
-    if (v.skipped) return [labelOf(r, v.contender), v.flavor, '–', '–', '–', '–', `skipped: ${v.skipped}`];
+    if (v.skipped) return [labelOf(r, v.contender), v.flavor, '–', '–', '–', '–', '–', '–', '–', '–', `skipped: ${v.skipped}`];
     const a = summarize(v.attach);
     const d = summarize(v.detach);
-    return [labelOf(r, v.contender), v.flavor, String(a.n), ms(a.p50), ms(a.p99), ms(d.p50), ''];
+    const runc = r.latency[v.contender];
+    return [
+      labelOf(r, v.contender), v.flavor, String(a.n), ms(a.p50), ms(a.p99), ms(d.p50),
+      ratio(a.p50, p50(runc?.attach)), ratio(d.p50, p50(runc?.detach)),
+      ratio(a.p50, floorOf(v.flavor, 'attach')), ratio(d.p50, floorOf(v.flavor, 'detach')), '',
+    ];
   });
-  return ['## VM runtimes (ms)', '', table(['contender', 'flavor', 'n', 'attach p50', 'attach p99', 'detach p50', 'note'], rows)].join('\n');
+  const header = ['contender', 'flavor', 'n', 'attach p50', 'attach p99', 'detach p50', 'attach ÷ own runc', 'detach ÷ own runc', 'attach ÷ floor', 'detach ÷ floor', 'note'];
+  return [
+    '## VM runtimes (ms)',
+    '',
+    `"own runc" is the same contender's runc p50 in this run's latency table; floor = the same flavor on ${floor ? labelOf(r, floor) : 'no floor'} (veth + tap + a redirect each way).`,
+    '',
+    table(header, rows),
+  ].join('\n');
 }
 
 export function renderMarkdown(r: BenchResults): string {

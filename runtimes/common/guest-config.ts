@@ -16,6 +16,8 @@ export type GuestRoute = {
   scope?: 'universe' | 'link';
   /** Per-route MTU (RTAX_MTU), when the pod route carries one. */
   mtu?: number;
+  /** Route metric, when the pod route carries one (a network the sandbox is on twice). */
+  metric?: number;
 };
 
 export type GuestNeighbor = { address: string; mac: string; state: 'permanent' | 'reachable' };
@@ -67,6 +69,7 @@ export function guestConfigFrom(
         ...(r.onlink ? { onlink: true } : {}),
         ...(r.scope === 'link' ? { scope: 'link' as const } : {}),
         ...(r.mtu ? { mtu: r.mtu } : {}),
+        ...(r.metric ? { metric: r.metric } : {}),
       });
     } else if (s.do.op === 'neigh.add') {
       const n = s.do as NeighOp;

@@ -7,6 +7,7 @@ import type { Step } from '../../src/core/plan.js';
 import type { ResultRoute } from '../../src/core/types.js';
 import { aliasTag, hostIfName, podMac, reapGroup } from '../../src/core/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../types.js';
+import { interfaceIndex } from './binding-options.js';
 
 /** Routed mode: the pod's gateway is a link-local address answered by a fixed MAC on the host
  * end (a permanent neighbour entry in the pod), so no proxy ARP and no address on the host. */
@@ -109,10 +110,15 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     { description: 'bring up lo', netns: ns, do: { op: 'link.set', link: 'lo', up: true } },
   );
 
+  const carriesDefault = input.defaultRoute !== false;
+  // A pod may sit on one network twice: its subnet and routes then reach the pod on two
+  // interfaces. Each non-default interface's routes take a metric of their own (the slot is
+  // unique in the sandbox), so neither add collides and either interface can go alone.
+  const metric = carriesDefault ? undefined : (input.slot ?? interfaceIndex(input)) + 1;
+  const withMetric = <T extends object>(o: T) => (metric === undefined ? o : { ...o, metric });
   for (const a of addresses) {
     const gw = routed ? (a.family === 4 ? ROUTED_GW4 : ROUTED_GW6) : a.gateway;
     if (!gw) continue;
-    const dflt = a.family === 4 ? '0.0.0.0/0' : '::/0';
     if (routed) {
       steps.push({
         description: `gateway ${gw} is ${ROUTED_HOST_MAC} on ${veth.podName}`,
@@ -120,19 +126,33 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         do: { op: 'neigh.add', link: veth.podName, address: gw, lladdr: ROUTED_HOST_MAC },
       });
     }
-    steps.push({
-      description: `default route via ${gw} in sandbox`,
-      netns: ns,
-      do: { op: 'route.add', dst: 'default', family: a.family, gateway: gw, link: veth.podName, onlink: routed },
-    });
-    routes.push({ dst: dflt, gw });
+    if (carriesDefault) {
+      steps.push({
+        description: `default route via ${gw} in sandbox`,
+        netns: ns,
+        do: { op: 'route.add', dst: 'default', family: a.family, gateway: gw, link: veth.podName, onlink: routed },
+      });
+      routes.push({ dst: a.family === 4 ? '0.0.0.0/0' : '::/0', gw });
+    } else if (routed) {
+      // A bridge network's subnet is on-link from the address's prefix; a routed pod holds a
+      // /32 (/128), so its other networks' subnets need a route through their own gateway.
+      const subnet = (a.family === 4 ? network.ipv4 : network.ipv6)?.subnet;
+      if (subnet) {
+        steps.push({
+          description: `route ${subnet} via ${gw} on ${veth.podName}`,
+          netns: ns,
+          do: withMetric({ op: 'route.add' as const, dst: subnet, gateway: gw, link: veth.podName, onlink: true }),
+        });
+        routes.push({ dst: subnet, gw, ...(metric ? { priority: metric } : {}) });
+      }
+    }
     for (const r of input.network.routes.filter((r) => r.dst.includes(':') === (a.family === 6))) {
       steps.push({
         description: `route ${r.dst} in sandbox`,
         netns: ns,
-        do: { op: 'route.add', dst: r.dst, gateway: r.gw ?? gw, link: veth.podName, onlink: routed },
+        do: withMetric({ op: 'route.add' as const, dst: r.dst, gateway: r.gw ?? gw, link: veth.podName, onlink: routed }),
       });
-      routes.push({ dst: r.dst, gw: r.gw ?? gw });
+      routes.push({ dst: r.dst, gw: r.gw ?? gw, ...(metric ? { priority: metric } : {}) });
     }
   }
   return {

@@ -1,10 +1,11 @@
-// The pod veth exactly as for runc, plus a tap beside it in the sandbox netns, cross-connected
+// The pod veth exactly as for runc (or the one a CNI chain made), plus a tap beside it in the sandbox netns, cross-connected
 // by a u32/mirred redirect each way: Kata's tcfilter model and knit's KubeVirt tap binding.
 // The guest takes the veth's MAC (the network behind the veth expects it), MTU, addresses,
 // routes and neighbours; the veth keeps its addresses too, silenced by the redirect.
 import type { InterfaceInput, InterfacePlan } from '../types.js';
 import { aliasTag } from '../../src/core/names.js';
-import { planPodVeth, type PodVeth } from './pod-veth.js';
+import type { PodVeth } from './pod-veth.js';
+import { podSide } from '../cni/pod-side.js';
 import { planTap } from './tap.js';
 import { planRedirect } from './tc-redirect.js';
 import { guestConfigFrom, splitPodL3, type GuestConfig } from './guest-config.js';
@@ -25,7 +26,7 @@ export interface VethTapOptions {
 
 export function planVethTap(input: InterfaceInput, o: VethTapOptions): InterfacePlan {
   const ns = input.netnsPath;
-  const { veth, ...pod } = planPodVeth(input);
+  const { veth, ...pod } = podSide(input);
   const { l3 } = splitPodL3(pod.steps, ns, veth.podName);
   const guest = guestConfigFrom(l3, pod.ips, {
     name: input.iface.name, mac: veth.mac, mtu: veth.mtu, dns: input.request.dns, delivery: o.delivery,

@@ -8,6 +8,8 @@ import type { ResultRoute } from '../../src/core/types.js';
 import type { RouteOp } from '../../src/net/ops.js';
 import type { InterfaceInput, PlannedIp } from '../types.js';
 import type { PreparedDevice } from './prepared.js';
+import { KnitError } from '../../src/core/errors.js';
+import { interfaceIndex } from '../common/binding-options.js';
 
 export interface DeviceL3 {
   /** Sandbox-side steps on `link` in the sandbox netns (addresses, then routes). */
@@ -42,7 +44,13 @@ export function deviceL3(input: InterfaceInput, d: PreparedDevice, link: string)
     });
     out.ips.push({ address: cidr, family, interface: 0 });
   }
-  for (const r of d.ref.parameters.routes) {
+  d.ref.parameters.routes.forEach((r, j) => {
+    if (r.dst === 'default' && input.defaultRoute === false) {
+      throw KnitError.invalid(
+        `interfaces[${interfaceIndex(input)}].device.parameters.routes[${j}].dst`,
+        "a default route comes from the sandbox's default interface only; mark this interface default_route instead",
+      );
+    }
     const family = r.dst === 'default' ? familyOf(r.gw!) : familyOf(r.dst);
     const op: RouteOp = { op: 'route.add', dst: r.dst, family, link };
     if (r.gw) op.gateway = r.gw;
@@ -50,6 +58,6 @@ export function deviceL3(input: InterfaceInput, d: PreparedDevice, link: string)
     out.routeSteps.push({ description: `route ${r.dst}${r.gw ? ` via ${r.gw}` : ''} on ${link}`, netns: ns, do: op });
     const dst = r.dst === 'default' ? (family === 6 ? '::/0' : '0.0.0.0/0') : r.dst;
     out.routes.push({ dst, ...(r.gw ? { gw: r.gw } : {}), ...(r.mtu ? { mtu: r.mtu } : {}) });
-  }
+  });
   return out;
 }

@@ -1,5 +1,6 @@
 // netdev mode: the device's netdev (an SR-IOV VF, or any PCI NIC) leaves the host for the
-// sandbox, as dranet and sriov-cni do it (research/sriov-dra.md):
+// sandbox, as dranet and sriov-cni do it
+// (kubernetes-sigs/dranet, k8snetworkplumbingwg/sriov-cni):
 //
 //   PF side       vf.set on the PF (+ MAC read-back)      undo: vf.set with the recorded values
 //   claim         its netdev is still <host name>         undo: device.return (find it by PCI

@@ -1,5 +1,5 @@
 // What prepare() reads before a device plan is made, and the plan is made from: the device's
-// original state, captured before anything changes (research/sriov-dra.md "What to persist").
+// original state, captured before anything changes (as sriov-cni keeps its OrigVfState).
 // It is plain JSON: its values end up in the journaled steps' inverses, so recovery restores
 // exactly what was there without asking the kernel what "original" was.
 import type { DeviceRef } from '../../src/devices/reference.js';

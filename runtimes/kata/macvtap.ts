@@ -16,7 +16,7 @@ export function planMacvtap(input: InterfaceInput, opts: KataOptions): Interface
   const ns = input.netnsPath;
   const mac = guestMac(input);
   const pod = planGuestVeth(input, { name: input.iface.name, mac: lowerMac(input) }, 'agent');
-  const name = kataTapName(opts.index);
+  const name = kataTapName(opts.slot);
   const mtu = pod.veth.mtu;
   const steps = [
     ...pod.steps,

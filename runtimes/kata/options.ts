@@ -12,6 +12,8 @@ export const DEFAULT_DAN_DIR = '/run/kata-containers/dans';
 
 export interface KataOptions {
   index: number;
+  /** N of tap<N>_kata: the interface's device slot (InterfaceInput.slot), else its index. */
+  slot: number;
   /** Default tcfilter: Kata's default internetworking_model for QEMU, CLH, FC. */
   mode: KataMode;
   /** Queue pairs; Kata uses the VM's vCPU count, which knit cannot see: say it here. */
@@ -28,6 +30,7 @@ export function kataOptions(input: InterfaceInput): KataOptions {
   }
   return {
     index,
+    slot: input.slot ?? index,
     mode,
     queues: reader.int('queues', 1, MAX_QUEUES, 1),
     danDir: reader.dir('danDir', DEFAULT_DAN_DIR),

@@ -8,5 +8,5 @@ import { kataTapName } from './names.js';
 import type { KataOptions } from './options.js';
 
 export function planTcFilter(input: InterfaceInput, opts: KataOptions): InterfacePlan {
-  return planVethTap(input, { tap: kataTapName(opts.index), queues: opts.queues, delivery: 'agent', runtime: 'kata', model: 'tcfilter' });
+  return planVethTap(input, { tap: kataTapName(opts.slot), queues: opts.queues, delivery: 'agent', runtime: 'kata', model: 'tcfilter' });
 }

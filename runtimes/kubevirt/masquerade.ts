@@ -9,7 +9,7 @@ import type { Step } from '../../src/core/plan.js';
 import type { InterfaceInput, InterfacePlan } from '../types.js';
 import { aliasTag } from '../../src/core/names.js';
 import { KnitError } from '../../src/core/errors.js';
-import { planPodVeth } from '../common/pod-veth.js';
+import { chainFamilies, podSide } from '../cni/pod-side.js';
 import { planTap } from '../common/tap.js';
 import type { GuestConfig } from '../common/guest-config.js';
 import { tapHandoff } from '../common/handoff.js';
@@ -30,11 +30,12 @@ export function planMasquerade(input: InterfaceInput, opts: KubevirtOptions): In
   if (others.length) {
     throw opts.reader.invalid('binding', `only one masquerade interface per sandbox (interface ${others[0].name} already is): the guest network 10.0.2.0/24 and the nat table are per netns`);
   }
-  const families = [...new Set(input.addresses.map((a) => a.family))].sort();
+  // On a CNI network the chain's IPAM decides the families; knit's pools decide them otherwise.
+  const families = input.network.mode === 'cni' ? chainFamilies(input) : [...new Set(input.addresses.map((a) => a.family))].sort();
   if (families.length === 0) {
     throw KnitError.invalid(`interfaces[${opts.index}].network`, 'masquerade needs the pod interface to have an address to masquerade behind');
   }
-  const { veth, ...pod } = planPodVeth(input);
+  const { veth, ...pod } = podSide(input);
   const bridge = kubevirtBridgeName(veth.podName);
   const tap = kubevirtTapName(veth.podName, opts.index);
   checkDerivedNames(opts.index, [bridge, tap]);

@@ -10,9 +10,9 @@
 // - annotation values follow the kubelet's bounds, 1k..1P;
 // - the request field and an annotation for the same direction must agree: a conflict is
 //   refused, naming the annotation, rather than one silently overriding the other.
+import { z } from 'zod';
 import { KnitError } from '../core/errors.js';
 import type { Bandwidth, InterfaceRequest } from '../core/types.js';
-import type { WireBandwidth } from './wire-types.js';
 
 export const INGRESS_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
 export const EGRESS_ANNOTATION = 'kubernetes.io/egress-bandwidth';
@@ -28,33 +28,44 @@ export function defaultBurst(rate: number): number {
   return Math.min(MAX_BURST_BITS - 8, Math.max(MIN_DEFAULT_BURST_BITS, Math.ceil(rate / 10)));
 }
 
-function bits(value: unknown, field: string): number {
-  const text = String(value ?? '0');
-  if (!/^\d{1,16}$/.test(text) || Number(text) > MAX_BITS) {
-    throw KnitError.invalid(field, `${short(text)} is not a whole number of bits up to 2^53`);
-  }
-  return Number(text);
+function bitsProblem(text: string): string | undefined {
+  return /^\d{1,16}$/.test(text) && Number(text) <= MAX_BITS ? undefined : `${short(text)} is not a whole number of bits up to 2^53`;
 }
 
-function direction(rate: number, burst: number, prefix: string, way: 'ingress' | 'egress') {
-  if (!rate) {
-    if (burst) throw KnitError.invalid(`${prefix}${way}_burst`, `is set but ${way}_rate is not`);
-    return undefined;
-  }
-  if (burst >= MAX_BURST_BITS) throw KnitError.invalid(`${prefix}${way}_burst`, `${burst} bits is more than 4 GiB`);
-  return { rate, burst: burst || defaultBurst(rate) };
+/** One uint64 field: a decimal string from the wire (or a number from a JS caller). */
+const bits = z
+  .union([z.string(), z.number()])
+  .prefault('0')
+  .transform((v) => String(v))
+  .superRefine((text, ctx) => {
+    const problem = bitsProblem(text);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .transform(Number);
+
+function direction(rate: number, burst: number) {
+  return rate ? { rate, burst: burst || defaultBurst(rate) } : undefined;
 }
 
-/** InterfaceRequest.bandwidth -> the core form; `prefix` is e.g. "interfaces[0].bandwidth.". */
-export function parseBandwidth(wire: Partial<WireBandwidth> | null | undefined, prefix: string): Bandwidth | undefined {
-  if (!wire) return undefined;
-  const out: Bandwidth = {};
-  const ingress = direction(bits(wire.ingress_rate, `${prefix}ingress_rate`), bits(wire.ingress_burst, `${prefix}ingress_burst`), prefix, 'ingress');
-  const egress = direction(bits(wire.egress_rate, `${prefix}egress_rate`), bits(wire.egress_burst, `${prefix}egress_burst`), prefix, 'egress');
-  if (ingress) out.ingress = ingress;
-  if (egress) out.egress = egress;
-  return ingress || egress ? out : undefined;
-}
+/** InterfaceRequest.bandwidth -> the core form (undefined: no limit either way). */
+export const bandwidthSchema = z
+  .object({ ingress_rate: bits, ingress_burst: bits, egress_rate: bits, egress_burst: bits })
+  .nullish()
+  .superRefine((b, ctx) => {
+    if (!b) return;
+    for (const way of ['ingress', 'egress'] as const) {
+      const burst = b[`${way}_burst`];
+      if (burst && !b[`${way}_rate`]) ctx.addIssue({ code: 'custom', message: `is set but ${way}_rate is not`, path: [`${way}_burst`] });
+      else if (burst >= MAX_BURST_BITS) ctx.addIssue({ code: 'custom', message: `${burst} bits is more than 4 GiB`, path: [`${way}_burst`] });
+    }
+  })
+  .transform((b): Bandwidth | undefined => {
+    if (!b) return undefined;
+    const ingress = direction(b.ingress_rate, b.ingress_burst);
+    const egress = direction(b.egress_rate, b.egress_burst);
+    if (!ingress && !egress) return undefined;
+    return { ...(ingress ? { ingress } : {}), ...(egress ? { egress } : {}) };
+  });
 
 const SUFFIXES: Record<string, number> = {
   '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,

@@ -7,11 +7,13 @@ import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
 import { KnitError } from '../core/errors.js';
 import {
+  validateAddInterface,
   validateAttach,
   validateDetach,
   validateExtensionName,
   validateExtension,
   validateGarbageCollect,
+  validateRemoveInterface,
   validateSandboxId,
 } from './validate.js';
 import {
@@ -86,8 +88,24 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
     Watch: (stream: ServerWritableStream<Req, unknown>) => watch(service, log, stream),
 
     Plan: call('Plan', async (req) => {
+      if (req.add_interface && req.attach) throw KnitError.invalid('add_interface', 'give attach or add_interface, not both');
+      if (req.add_interface) {
+        const add = validateAddInterface(req.add_interface, { prefix: 'add_interface.' });
+        return planToWire(await service.planAddInterface(add.sandboxId, add.iface));
+      }
       const attach = validateAttach(req.attach as never, { prefix: 'attach.' });
       return planToWire(await service.plan(attach));
+    }),
+
+    AddInterface: call('AddInterface', async (req) => {
+      const { sandboxId, iface } = validateAddInterface(req);
+      return { result: resultToWire(await service.addInterface(sandboxId, iface)) };
+    }),
+
+    RemoveInterface: call('RemoveInterface', async (req) => {
+      const { sandboxId, name } = validateRemoveInterface(req);
+      await service.removeInterface(sandboxId, name);
+      return {};
     }),
 
     RegisterExtension: call('RegisterExtension', async (req) => {

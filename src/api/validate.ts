@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { KnitError } from '../core/errors.js';
 import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../core/types.js';
 import * as rules from './rules.js';
-import { applyBandwidthAnnotations, parseBandwidth } from './bandwidth.js';
+import { applyBandwidthAnnotations, bandwidthSchema } from './bandwidth.js';
 import { fromStruct, type StructMsg } from './struct.js';
 import type { WireAttachRequest } from './wire-types.js';
 
@@ -132,6 +132,8 @@ const iface = z
     ips: z.array(checked(z.string(), rules.cidrProblem)).default([]),
     device,
     binding: stringMap.default({}),
+    default_route: z.boolean().default(false),
+    bandwidth: bandwidthSchema,
   })
   .transform((i): InterfaceRequest => {
     const out: InterfaceRequest = { name: i.name };
@@ -141,6 +143,8 @@ const iface = z
     if (i.ips.length) out.ips = i.ips;
     if (i.device) out.device = i.device;
     if (Object.keys(i.binding).length) out.binding = i.binding;
+    if (i.default_route) out.defaultRoute = true;
+    if (i.bandwidth) out.bandwidth = i.bandwidth;
     return out;
   });
 
@@ -167,6 +171,10 @@ const interfaces = z.preprocess(
         });
       } else seen.set(i.name, index);
     });
+    const marked = list.flatMap((i, index) => (i.defaultRoute ? [index] : []));
+    if (marked.length > 1) {
+      ctx.addIssue({ code: 'custom', message: `only one interface carries the default route, and interfaces[${marked[0]}] already does`, path: [marked[1], 'default_route'] });
+    }
   }),
 );
 
@@ -243,11 +251,7 @@ export function validateAttach(wire: Partial<WireAttachRequest> | null | undefin
   if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
   const req = parse(attachSchema, wire, opts);
   try {
-    const withLimits = req.interfaces.map((i, index) => {
-      const bandwidth = parseBandwidth(wire.interfaces?.[index]?.bandwidth, `interfaces[${index}].bandwidth.`);
-      return bandwidth ? { ...i, bandwidth } : i;
-    });
-    req.interfaces = applyBandwidthAnnotations(withLimits, req.annotations);
+    req.interfaces = applyBandwidthAnnotations(req.interfaces, req.annotations);
   } catch (err) {
     if (!(err instanceof KnitError) || !err.details.field) throw err;
     const field = err.details.field;
@@ -320,4 +324,25 @@ export function validateExtension(wire: unknown): Extension {
 
 export function validateExtensionName(value: unknown): string {
   return parse(z.object({ name: extensionSchema.shape.name }), { name: value }).name;
+}
+
+const addInterfaceSchema = z.object({
+  sandbox_id: sandboxId,
+  interface: z.preprocess((v) => v ?? {}, iface),
+});
+
+export function validateAddInterface(wire: unknown, opts?: ValidateOptions): { sandboxId: string; iface: InterfaceRequest } {
+  if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
+  const r = parse(addInterfaceSchema, wire, opts);
+  return { sandboxId: r.sandbox_id, iface: r.interface };
+}
+
+const removeInterfaceSchema = z.object({
+  sandbox_id: sandboxId,
+  name: checked(z.string(), rules.ifnameProblem).prefault(''),
+});
+
+export function validateRemoveInterface(wire: unknown): { sandboxId: string; name: string } {
+  const r = parse(removeInterfaceSchema, wire ?? {});
+  return { sandboxId: r.sandbox_id, name: r.name };
 }

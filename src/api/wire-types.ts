@@ -24,6 +24,7 @@ export interface WireInterfaceRequest {
   device: WireDeviceRef | null;
   binding: Record<string, string>;
   bandwidth?: WireBandwidth | null;
+  default_route: boolean;
 }
 
 /** uint64 fields arrive as decimal strings (loaderOptions.longs = String). */
@@ -131,6 +132,7 @@ export interface WireNodeStatus {
     name: string;
     mode: string;
     ready: boolean;
+    cni_status: string;
     pools: { family: number; subnet: string; size: string; used: string; free: string }[];
   }[];
   sandboxes: number;

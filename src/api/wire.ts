@@ -136,6 +136,7 @@ export function requestToWire(r: AttachRequest): WireAttachRequest {
           }
         : null,
       binding: i.binding ?? {},
+      default_route: i.defaultRoute ?? false,
     })),
     port_mappings: r.portMappings.map((p) => ({
       protocol: p.protocol.toUpperCase(),
@@ -177,6 +178,7 @@ export function nodeStatusToWire(s: NodeStatus): WireNodeStatus {
       name: n.name,
       mode: n.mode,
       ready: n.ready,
+      cni_status: n.cniStatus ?? '',
       pools: n.pools.map((p) => ({
         family: p.family,
         subnet: p.subnet,
@@ -201,6 +203,8 @@ export function watchEventToWire(e: WatchEvent): object {
   switch (e.type) {
     case 'attach':
     case 'detach':
+    case 'interface-added':
+    case 'interface-removed':
       return { sandbox: { type: e.type, sandbox_id: e.sandboxId, result: e.result ? resultToWire(e.result) : null } };
     case 'link':
       return { link: { netns: e.netns ?? '', name: e.name, index: e.index, up: e.up, removed: e.removed, sandbox_id: e.sandboxId ?? '' } };

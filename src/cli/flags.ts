@@ -11,6 +11,7 @@ export interface WireInterfaceFlag {
   binding: Record<string, string>;
   device?: { bdf?: string; netdev?: string; pool?: string; device?: string };
   bandwidth?: Record<string, string>;
+  default_route?: boolean;
 }
 
 /** `--if` keys for InterfaceRequest.bandwidth (bits per second, bits). */
@@ -23,7 +24,7 @@ const BANDWIDTH_KEYS: Record<string, string> = {
 
 const DEVICE_KEYS = new Set(['bdf', 'netdev', 'pool', 'device']);
 
-/** `--if name[,network=..,mac=..,mtu=..,ip=..,ip=..,binding.K=V,bdf=..,netdev=..,pool=..,device=..,ingress-rate=..,egress-rate=..(+ -burst)]` */
+/** `--if name[,network=..,mac=..,mtu=..,ip=..,ip=..,binding.K=V,bdf=..,netdev=..,pool=..,device=..,ingress-rate=..,egress-rate=..(+ -burst),default]` */
 export function parseInterface(spec: string): WireInterfaceFlag {
   const parts = spec.split(',');
   const out: WireInterfaceFlag = { name: '', ips: [], binding: {} };
@@ -32,6 +33,10 @@ export function parseInterface(spec: string): WireInterfaceFlag {
     if (eq < 0) {
       if (i === 0) {
         out.name = part;
+        return;
+      }
+      if (part === 'default') {
+        out.default_route = true;
         return;
       }
       throw usageError(`--if ${spec}: "${part}" is not key=value`);
@@ -52,7 +57,7 @@ export function parseInterface(spec: string): WireInterfaceFlag {
     }
     else {
       throw usageError(
-        `--if ${spec}: unknown key "${key}" (known: network, mac, mtu, ip, binding.<key>, bdf, netdev, pool, device, ingress-rate, ingress-burst, egress-rate, egress-burst)`,
+        `--if ${spec}: unknown key "${key}" (known: network, mac, mtu, ip, binding.<key>, bdf, netdev, pool, device, ingress-rate, ingress-burst, egress-rate, egress-burst, and the flag default)`,
       );
     }
   });

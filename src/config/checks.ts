@@ -2,6 +2,7 @@
 // unique across networks, a default network that exists. They run once the shape is valid,
 // and each problem names the key it is about.
 
+import { parseConflist } from '../cni-exec/conflist.js';
 import {
   cidrContains, cidrLast, cidrsOverlap, formatCidr, tryParseCidr, tryParseIp, type Cidr, type IpFamily,
 } from '../ipam/ip.js';
@@ -42,6 +43,21 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
       else firstByBridge.set(bridge, i);
     }
 
+    if (net.mode === 'cni') {
+      // The chain's own IPAM plugin hands out addresses: knit holds no pool for it.
+      if (!net.cni) issue(at, `network ${JSON.stringify(net.name)} has mode "cni" and needs a "cni" section (conflist or conflistFile)`);
+      if (typeof net.cni?.conflist === 'string' || (net.cni?.conflist && typeof net.cni.conflist === 'object')) {
+        const text = typeof net.cni.conflist === 'string' ? net.cni.conflist : JSON.stringify(net.cni.conflist);
+        try {
+          parseConflist(text, 'conflist');
+        } catch (err) {
+          issue([...at, 'cni', 'conflist'], (err as Error).message);
+        }
+      }
+      for (const key of ['ipv4', 'ipv6', 'bridge'] as const) if (net[key] !== undefined) issue([...at, key], `is not used by a "cni" network (its plugins choose it)`);
+      return;
+    }
+    if (net.cni) issue([...at, 'cni'], `is only for mode "cni"`);
     if (!net.ipv4 && !net.ipv6) issue(at, `network ${JSON.stringify(net.name)} needs an ipv4 or an ipv6 pool`);
     for (const [key, family] of [['ipv4', 4], ['ipv6', 6]] as const) {
       const pool = net[key];
@@ -63,6 +79,9 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
     issue(['defaultNetwork'], `${JSON.stringify(config.defaultNetwork)} is not one of the networks (${[...firstByName.keys()].join(', ')})`);
   }
   if (config.handoffSocket === config.socket) issue(['handoffSocket'], `must differ from socket (${config.socket})`);
+  if (config.cniSocket === config.socket || config.cniSocket === config.handoffSocket) {
+    issue(['cniSocket'], `must differ from socket and handoffSocket (${config.cniSocket})`);
+  }
   return issues;
 }
 

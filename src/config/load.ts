@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { KnitError, CniCode } from '../core/errors.js';
 import { crossCheck, type ConfigIssue } from './checks.js';
-import { formatKeyPath, JsonSyntaxError, lineOf, parseJsonWithLines } from './json-lines.js';
+import { ConfigSyntaxError, formatKeyPath, parseConfigText as parseText } from './config-text.js';
 import { resolveConfig, type KnitConfig } from './resolve.js';
 import { configSchema } from './schema.js';
 import { fromZodIssues } from './zod-issues.js';
@@ -49,16 +49,16 @@ export function validateConfig(value: unknown, source = 'config'): KnitConfig {
   return check(value, source, () => undefined);
 }
 
-/** Parse and validate config file text; errors carry line numbers. */
+/** Parse (YAML 1.2, so JSON too) and validate config file text; errors carry line numbers. */
 export function parseConfigText(text: string, source = 'config'): KnitConfig {
   let parsed;
   try {
-    parsed = parseJsonWithLines(text);
+    parsed = parseText(text);
   } catch (err) {
-    if (!(err instanceof JsonSyntaxError)) throw err;
+    if (!(err instanceof ConfigSyntaxError)) throw err;
     throw new ConfigError(source, [{ path: '', line: err.line, message: `syntax error at column ${err.column}: ${err.reason}` }]);
   }
-  return check(parsed.value, source, (path) => lineOf(parsed.lines, path));
+  return check(parsed.value, source, (path) => parsed.lineOf(path));
 }
 
 /** Read the file at path; without a path, or when the file does not exist, the default. */

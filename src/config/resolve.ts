@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import type { RawConfig, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
+import type { RawCni, RawConfig, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
 
 export interface PoolSettings {
   subnet: string;
@@ -25,9 +25,20 @@ export interface DnsSettings {
   domain?: string;
 }
 
+/** mode "cni": the chain and how to run it (src/cni-exec). */
+export interface CniSettings {
+  /** Inline conflist text (an object in the file is kept as its JSON text). */
+  conflist?: string;
+  conflistFile?: string;
+  pluginDirs: string[];
+  cacheDir: string;
+  timeoutMs: number;
+}
+
 export interface NetworkConfig {
   name: string;
-  mode: 'bridge' | 'routed';
+  mode: 'bridge' | 'routed' | 'cni';
+  cni?: CniSettings;
   /** Bridge mode only: the Linux bridge knit creates. */
   bridge?: string;
   mtu: number;
@@ -48,6 +59,9 @@ export interface KnitConfig {
   logLevel: (typeof LOG_LEVELS)[number];
   requiredExtensions: string[];
   handoffSocket: string;
+  /** knit-cni's socket and its durable DEL queue (schema.ts). */
+  cniSocket: string;
+  cniDeleteQueue: string;
   /** Prefix of alias tags and seed of the reap group: see schema.ts. */
   instance: string;
   /** sysfs for device attachments (schema.ts). */
@@ -70,6 +84,7 @@ function resolveNetwork(net: RawNetwork): NetworkConfig {
   return {
     name: net.name,
     mode: net.mode,
+    ...(net.mode === 'cni' && net.cni && { cni: resolveCni(net.cni) }),
     ...(net.mode === 'bridge' && { bridge: net.bridge ?? net.name }),
     mtu: net.mtu,
     hairpin: net.hairpin,
@@ -78,6 +93,11 @@ function resolveNetwork(net: RawNetwork): NetworkConfig {
     routes: net.routes.map((r) => ({ dst: formatCidr(parseCidr(r.dst)), ...(r.gw !== undefined && { gw: normalizeIp(r.gw) }) })),
     ...(net.dns && { dns: { ...net.dns, nameservers: net.dns.nameservers.map(normalizeIp) } }),
   };
+}
+
+function resolveCni(c: RawCni): CniSettings {
+  const { conflist, ...rest } = c;
+  return { ...rest, ...(conflist !== undefined && { conflist: typeof conflist === 'string' ? conflist : JSON.stringify(conflist) }) };
 }
 
 function resolvePool(pool: RawPool, family: IpFamily): PoolSettings {

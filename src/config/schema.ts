@@ -73,9 +73,31 @@ const dnsSchema = z.strictObject({
   domain: z.string().min(1).optional(),
 });
 
+/** Debian's containernetworking-plugins, which knit ships (scripts/setup.sh, the image): never
+ * the host's /opt/cni/bin unless the config names it. */
+export const DEFAULT_CNI_PLUGIN_DIRS = ['/usr/lib/cni'];
+/** libcni's cache directory, so a runtime's cached attachments and knit's are one set. */
+export const DEFAULT_CNI_CACHE_DIR = '/var/lib/cni';
+
+/** mode "cni": the network is a CNI plugin chain that knit executes (src/cni-exec). */
+const cniSchema = z
+  .strictObject({
+    /** The conflist itself: its JSON text, or the object. */
+    conflist: z.union([z.string().min(2), z.record(z.string(), z.unknown())]).optional(),
+    /** Or a file holding it, e.g. a mounted ConfigMap key; read at each attach. */
+    conflistFile: absolutePath.optional(),
+    pluginDirs: z.array(absolutePath).min(1).default(DEFAULT_CNI_PLUGIN_DIRS),
+    cacheDir: absolutePath.default(DEFAULT_CNI_CACHE_DIR),
+    /** Deadline of one plugin exec; a plugin still running then is killed. */
+    timeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+  })
+  .refine((c) => (c.conflist === undefined) !== (c.conflistFile === undefined), { message: 'give exactly one of conflist and conflistFile' });
+
 const networkSchema = z.strictObject({
   name: networkName,
-  mode: z.enum(['bridge', 'routed']).default('bridge'),
+  mode: z.enum(['bridge', 'routed', 'cni']).default('bridge'),
+  /** mode "cni" only: the plugin chain. */
+  cni: cniSchema.optional(),
   /** Linux bridge knit creates (bridge mode). Default: the network name. Ignored when routed. */
   bridge: ifname.optional(),
   mtu: z.number().int().min(68).max(65535).default(1500),
@@ -103,6 +125,11 @@ export const configSchema = z.strictObject({
   requiredExtensions: z.array(z.string().min(1)).default([]),
   /** Where VM launchers ask for their tap fds (SCM_RIGHTS) with the token from Attach. */
   handoffSocket: absolutePath.default('/run/knit/handoff.sock'),
+  /** Where knit-cni (the CNI shim runtimes exec) reaches the daemon. */
+  cniSocket: absolutePath.default('/run/knit/cni.sock'),
+  /** Where knit-cni writes DELs while the daemon is down; drained at start-up. Survives reboots
+   * of the daemon, so on persistent storage. */
+  cniDeleteQueue: absolutePath.default('/var/lib/knit/cni-delete-queue'),
   /** Network for interfaces that name none. Default: the first network. */
   defaultNetwork: z.string().optional(),
   /** Names this daemon's objects (alias tags "<instance>:...", its reap group). Keep the
@@ -118,3 +145,4 @@ export const configSchema = z.strictObject({
 export type RawConfig = z.output<typeof configSchema>;
 export type RawNetwork = z.output<typeof networkSchema>;
 export type RawPool = z.output<typeof poolSchema>;
+export type RawCni = z.output<typeof cniSchema>;

@@ -7,12 +7,14 @@ import { ipamOwner, type InterfaceAllocation } from './record.js';
 import { KnitError } from './errors.js';
 
 /** A device (SR-IOV VF, NIC) is not on a knit network: it takes pool addresses only when the
- * request names a network; otherwise its addresses are the request's own (runtimes/device). */
-const takesNoPoolAddresses = (iface: InterfaceRequest) => iface.device !== undefined && !iface.network;
+ * request names a network; otherwise its addresses are the request's own (runtimes/device).
+ * A CNI network's addresses come from its chain's IPAM plugin (static ones as the "ips"
+ * capability), never from knit's pools. */
+const takesNoPoolAddresses = (iface: InterfaceRequest, net: NetworkSpec) => (iface.device !== undefined && !iface.network) || net.mode === 'cni';
 
 export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: InterfaceRequest, i: number, net: NetworkSpec): InterfaceAllocation {
   const owner = ipamOwner(sandboxId, iface.name);
-  if (takesNoPoolAddresses(iface)) return { ifname: iface.name, network: net.name, addresses: [], static: true };
+  if (takesNoPoolAddresses(iface, net)) return { ifname: iface.name, network: net.name, addresses: [], static: true };
   const addresses: Allocation[] = [];
   try {
     if (iface.ips?.length) {
@@ -46,7 +48,7 @@ export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: Inte
 /** The addresses allocateInterface would take now, taking none. */
 export function previewInterface(ipam: IpamPort, sandboxId: string, iface: InterfaceRequest, net: NetworkSpec): InterfaceAllocation {
   const owner = ipamOwner(sandboxId, iface.name);
-  if (takesNoPoolAddresses(iface)) return { ifname: iface.name, network: net.name, addresses: [], static: true };
+  if (takesNoPoolAddresses(iface, net)) return { ifname: iface.name, network: net.name, addresses: [], static: true };
   const addresses: Allocation[] = iface.ips?.length
     ? iface.ips.map((cidr) => {
         const [address, len] = cidr.split('/');

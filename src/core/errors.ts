@@ -40,3 +40,8 @@ export class KnitError extends Error {
     return new KnitError('INVALID_ARGUMENT', `${field}: ${message}`, { field, cniCode: CniCode.invalidConfig });
   }
 }
+
+export function asKnitError(err: unknown): KnitError {
+  if (err instanceof KnitError) return err;
+  return new KnitError('INTERNAL', (err as Error)?.message ?? String(err), { cause: err });
+}

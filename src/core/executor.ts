@@ -3,12 +3,14 @@
 // before the batch started, so a crash anywhere inside it is repaired by the same inverses.
 import type { Op, OpResult } from '../net/ops.js';
 import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from './plan.js';
+import { KnitError, CniCode, asKnitError } from './errors.js';
 
 export interface ActionRunner {
   /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the
    * failing op; ops before it took effect. */
   runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
-  runHostAction(netns: string | undefined, action: HostAction): Promise<void>;
+  /** Host actions answer nothing, except a CNI chain's ADD (its result). */
+  runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void>;
   /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the
    * namespace the plan was made for: a new pod may have been pinned at the same path. */
   netnsUsable(netns: string, expect?: { dev: number; ino: number }): boolean;
@@ -24,6 +26,20 @@ export class StepFailed extends Error {
     super(`step ${stepIndex + 1} (${step.description}) failed: ${(cause as Error)?.message ?? cause}`);
     this.name = 'StepFailed';
   }
+}
+
+/** A failed plan run, said in terms of the request: a kernel refusal (EEXIST is a name already
+ * taken) or a plan action's own error, which already said what went wrong in API terms (a
+ * device claimed by another sandbox, a non-viable IOMMU group) and keeps its code. */
+export function planRunError(err: unknown): KnitError {
+  if (err instanceof KnitError) return err;
+  if (err instanceof StepFailed) {
+    if (err.cause instanceof KnitError) return new KnitError(err.cause.code, err.message, { ...err.cause.details, cause: err });
+    const code = (err.cause as { code?: string })?.code;
+    if (code === 'EEXIST') return new KnitError('ALREADY_EXISTS', `${err.message} (in ${err.step.netns ?? 'the host netns'})`, { cause: err });
+    return new KnitError('INTERNAL', err.message, { cause: err, cniCode: CniCode.ioFailure });
+  }
+  return asKnitError(err);
 }
 
 /** Crash-test hook: `fire` runs just before action `index` (the tests make it SIGKILL the
@@ -46,8 +62,7 @@ function batches(items: { netns?: string; action: StepAction }[], stopAt = Infin
 async function runBatch(runner: ActionRunner, b: Batch): Promise<OpResult[]> {
   const first = b.actions[0];
   if (isHostAction(first)) {
-    await runner.runHostAction(b.netns, first);
-    return [{}];
+    return [(await runner.runHostAction(b.netns, first)) ?? {}];
   }
   return runner.runOps(b.netns, b.actions as Op[]);
 }

@@ -2,18 +2,21 @@
 // rollback on failure, detach that answers before the kernel's slow deletes.
 import { EventEmitter } from 'node:events';
 import type { Op, OpResult } from '../net/ops.js';
-import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
-import { KnitError, CniCode } from './errors.js';
+import type { NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
+import { KnitError, CniCode, asKnitError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { runSteps, undoSteps, StepFailed, type ActionRunner, type Failpoint } from './executor.js';
-import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { runSteps, undoSteps, StepFailed, planRunError, type ActionRunner, type Failpoint } from './executor.js';
+import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
+import { chainAttachments, checkChains, displaySteps, withChainParts } from '../cni-exec/steps.js';
+import { chainStatus, gcNetwork } from '../cni-exec/network.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
-import type { Step } from './plan.js';
+import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
+import { addInterface, attachedRequest, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
-  AttachRequest, AttachResult, CheckReport, Extension, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
+  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
 } from './types.js';
 
 export interface RecordStorePort<T> {
@@ -51,6 +54,9 @@ export interface ManagerHooks {
   /** Crash tests: fire before this step of every attach / this inverse of every detach. */
   attachFailpoint?: Failpoint;
   detachFailpoint?: Failpoint;
+  /** The same for the steps of every AddInterface / the inverses of every RemoveInterface. */
+  addInterfaceFailpoint?: Failpoint;
+  removeInterfaceFailpoint?: Failpoint;
   onAttach?(sandboxId: string, ms: number, error?: KnitError): void;
   onDetach?(sandboxId: string, ms: number, error?: KnitError): void;
 }
@@ -104,7 +110,7 @@ export class SandboxManager implements SandboxService {
   private async attachLocked(req: AttachRequest): Promise<AttachResult> {
     const existing = this.deps.records.get(req.sandboxId);
     if (existing) {
-      const same = sameRequest(existing.request, req);
+      const same = sameRequest(attachedRequest(existing), req);
       if (existing.state === 'attached' && same) return existing.result;
       throw new KnitError(
         'FAILED_PRECONDITION',
@@ -114,7 +120,7 @@ export class SandboxManager implements SandboxService {
     }
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req);
+    refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
 
     const netns = this.deps.netns.identify(req.netnsPath);
@@ -154,10 +160,10 @@ export class SandboxManager implements SandboxService {
       releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
       throw err;
     }
-    const { steps, result } = built;
+    const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result, createdAt: now, updatedAt: now,
+      version: SANDBOX_RECORD_VERSION, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
@@ -168,20 +174,25 @@ export class SandboxManager implements SandboxService {
     }
 
     let done = 0;
+    let result = planned;
+    let parts = plannedParts;
     try {
-      await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
+      const outcomes = await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
       done = steps.length;
+      // A CNI chain's interfaces, addresses and routes are known only now.
+      parts = withChainParts(plannedParts, steps, outcomes);
+      if (parts !== plannedParts) result = composeResult(req, parts, req.interfaces[defaultRouteIndex(req.interfaces)].name);
       await this.deps.extensions.notify('post-attach', result, req);
     } catch (err) {
       const failedAt = err instanceof StepFailed ? err.stepIndex : steps.length;
-      const failure = attachError(err, req);
+      const failure = planRunError(err);
       await this.rollback(record, Math.max(done, failedAt)).catch((rb: KnitError) => {
         throw new KnitError('INTERNAL', `${failure.message}; then ${rb.message}`, { cause: failure });
       });
       throw failure;
     }
     try {
-      await this.deps.records.put(req.sandboxId, { ...record, state: 'attached', updatedAt: new Date().toISOString() });
+      await this.deps.records.put(req.sandboxId, { ...record, result, parts, state: 'attached', updatedAt: new Date().toISOString() });
     } catch (err) {
       // Not recorded as attached means not attached: take it back rather than leave it half-known.
       await this.rollback(record, steps.length).catch(() => undefined);
@@ -236,19 +247,9 @@ export class SandboxManager implements SandboxService {
   }
 
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
-    const steps: Step[] = [];
-    const result: AttachResult = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, runtime: req.runtime, interfaces: [], ips: [], routes: [], dns: req.dns };
-    for (const [i, iface] of req.interfaces.entries()) {
-      const input: InterfaceInput = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, request: req, iface, network: networks[i], addresses: allocations[i].addresses };
-      if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
-      const plan = strategy.planInterface(input);
-      const offset = result.interfaces.length;
-      steps.push(...plan.steps);
-      result.interfaces.push(...plan.interfaces);
-      result.ips.push(...plan.ips.map((ip) => ({ ...ip, interface: ip.interface + offset })));
-      result.routes.push(...plan.routes);
-    }
-    return { steps, result };
+    const dflt = defaultRouteIndex(req.interfaces);
+    const { steps, parts } = await planInterfaces(strategy, req, req.interfaces.map((_, i) => i), networks, allocations, ctx, dflt);
+    return { steps, parts, result: composeResult(req, parts, req.interfaces[dflt].name) };
   }
 
   /** Takes back the first `count` steps and everything the record holds. */
@@ -263,6 +264,43 @@ export class SandboxManager implements SandboxService {
     releaseInterfaces(this.deps.ipam, record.sandboxId, record.allocations);
     await this.deps.records.remove(record.sandboxId);
     this.indexNetns(record, false);
+  }
+
+  // ---- interfaces added to and removed from an attached sandbox ----------------------
+
+  private hotplug(): HotplugContext {
+    return {
+      records: this.deps.records,
+      ipam: this.deps.ipam,
+      runner: this.deps.runner,
+      reaper: this.deps.reaper,
+      strategy: (runtime) => {
+        const s = this.deps.strategies[runtime];
+        if (!s) throw KnitError.invalid('runtime', `runtime ${runtime} is not available on this node`);
+        return s;
+      },
+      network: (name, i) => this.networkFor(name, i),
+      holds: (id, readOnly) => this.deviceClaims.holds(id, this.prepareEnv(), readOnly),
+      addFailpoint: this.deps.hooks?.addInterfaceFailpoint,
+      removeFailpoint: this.deps.hooks?.removeInterfaceFailpoint,
+    };
+  }
+
+  async addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult> {
+    refuseBandwidth([iface], 'interface');
+    const { result, changed } = await this.locks.run(sandboxId, () => addInterface(this.hotplug(), sandboxId, iface));
+    if (changed) this.events.emit('event', { type: 'interface-added', sandboxId, result } satisfies WatchEvent);
+    return this.deps.handoff?.decorate(result) ?? result;
+  }
+
+  async removeInterface(sandboxId: string, name: string): Promise<void> {
+    const result = await this.locks.run(sandboxId, () => removeInterface(this.hotplug(), sandboxId, name));
+    if (result) this.events.emit('event', { type: 'interface-removed', sandboxId, result } satisfies WatchEvent);
+  }
+
+  async planAddInterface(sandboxId: string, iface: InterfaceRequest) {
+    refuseBandwidth([iface], 'interface');
+    return planAddInterface(this.hotplug(), sandboxId, iface);
   }
 
   // ---- detach --------------------------------------------------------------------------
@@ -305,12 +343,20 @@ export class SandboxManager implements SandboxService {
 
   async check(sandboxId: string): Promise<CheckReport> {
     const record = this.mustGet(sandboxId);
-    return checkRecord(record, this.deps.runner, this.bridgeOf);
+    return this.compare(record);
+  }
+
+  /** The record against the kernel, plus each CNI chain's own CHECK. */
+  private async compare(record: SandboxRecord): Promise<CheckReport> {
+    const report = await checkRecord(record, this.deps.runner, this.bridgeOf);
+    if (record.state !== 'attached') return report;
+    const differences = [...report.differences, ...(await checkChains(record.steps))];
+    return { ok: differences.length === 0, differences };
   }
 
   async query(sandboxId: string) {
     const record = this.mustGet(sandboxId);
-    const live = await checkRecord(record, this.deps.runner, this.bridgeOf);
+    const live = await this.compare(record);
     const v = view(record);
     return { ...v, result: v.result && (this.deps.handoff?.decorate(v.result) ?? v.result), live };
   }
@@ -320,11 +366,18 @@ export class SandboxManager implements SandboxService {
   }
 
   async nodeStatus(): Promise<NodeStatus> {
-    const unready = this.deps.unreadyNetworks();
-    const networks = [...this.deps.networks().values()].map((n) => {
-      const pools = this.deps.ipam.usage(n.name);
-      return { name: n.name, mode: n.mode, ready: !unready.has(n.name), pools };
-    });
+    const unready = new Map(this.deps.unreadyNetworks());
+    const networks: NetworkStatus[] = [];
+    for (const n of this.deps.networks().values()) {
+      const pools = n.mode === 'cni' ? [] : this.deps.ipam.usage(n.name);
+      let cniStatus: string | undefined;
+      if (n.mode === 'cni' && !unready.has(n.name)) {
+        const s = await chainStatus(n);
+        cniStatus = s.status;
+        if (s.problem) unready.set(n.name, `CNI STATUS: ${s.problem}`);
+      }
+      networks.push({ name: n.name, mode: n.mode, ready: !unready.has(n.name), pools, ...(cniStatus && { cniStatus }) });
+    }
     const missing = this.deps.extensions.missingRequired();
     const reasons = [
       ...[...unready].map(([n, why]) => `network ${n}: ${why}`),
@@ -346,12 +399,25 @@ export class SandboxManager implements SandboxService {
     const removed: string[] = [];
     const errors: string[] = [];
     for (const rec of [...this.deps.records.values()]) {
-      if (keep.has(rec.sandboxId)) continue;
+      if (keep.has(rec.sandboxId)) {
+        await this.collectInterfaces(rec, valid, removed, errors);
+        continue;
+      }
       try {
         await this.detach(rec.sandboxId);
         removed.push(`sandbox ${rec.sandboxId}`);
       } catch (err) {
         errors.push(`sandbox ${rec.sandboxId}: ${(err as Error).message}`);
+      }
+    }
+    for (const net of this.deps.networks().values()) {
+      if (net.mode !== 'cni') continue;
+      try {
+        const gc = await gcNetwork(net, chainAttachments(this.deps.records.values(), net.name));
+        removed.push(...gc.deleted.map((a) => `CNI attachment ${a} of network ${net.name} (cached, held by no record)`));
+        errors.push(...gc.errors.map((e) => `CNI GC of network ${net.name}: ${e}`));
+      } catch (err) {
+        errors.push(`CNI GC of network ${net.name}: ${(err as Error).message}`);
       }
     }
     try {
@@ -364,14 +430,38 @@ export class SandboxManager implements SandboxService {
     return { removed, errors };
   }
 
+  /** CNI GC names valid attachments by (sandbox, interface): a kept sandbox's interfaces that
+   * no entry names go, unless an entry keeps the whole sandbox. The default-route interface
+   * goes only with the sandbox. */
+  private async collectInterfaces(rec: SandboxRecord, valid: { sandboxId: string; interface?: string }[], removed: string[], errors: string[]) {
+    const mine = valid.filter((v) => v.sandboxId === rec.sandboxId);
+    if (mine.some((v) => !v.interface) || rec.state !== 'attached' || !rec.parts) return;
+    const named = new Set(mine.map((v) => v.interface));
+    const dflt = rec.request.interfaces[defaultRouteIndex(rec.request.interfaces)].name;
+    for (const ifc of rec.request.interfaces) {
+      if (named.has(ifc.name)) continue;
+      if (ifc.name === dflt) {
+        errors.push(`sandbox ${rec.sandboxId} interface ${ifc.name}: kept, it carries the default route of a sandbox with valid interfaces`);
+        continue;
+      }
+      try {
+        await this.removeInterface(rec.sandboxId, ifc.name);
+        removed.push(`sandbox ${rec.sandboxId} interface ${ifc.name}`);
+      } catch (err) {
+        errors.push(`sandbox ${rec.sandboxId} interface ${ifc.name}: ${(err as Error).message}`);
+      }
+    }
+  }
+
   async plan(req: AttachRequest) {
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
+    refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
-    return { steps: steps.map((s) => ({ description: s.description, netns: s.netns, op: s.do, undo: s.undo })) };
+    return { steps: displaySteps(steps) };
   }
 
   watch(listener: (e: WatchEvent) => void): () => void {
@@ -399,32 +489,12 @@ function view(r: SandboxRecord): SandboxRecordView {
   return { request: r.request, result: r.result, state: r.state, createdAt: r.createdAt };
 }
 
-export function asKnitError(err: unknown): KnitError {
-  if (err instanceof KnitError) return err;
-  return new KnitError('INTERNAL', (err as Error)?.message ?? String(err), { cause: err });
-}
-
-/** A kernel refusal during attach, said in terms of the request. */
-function attachError(err: unknown, req: AttachRequest): KnitError {
-  if (err instanceof KnitError) return err;
-  if (err instanceof StepFailed) {
-    // A plan action that already said what went wrong in API terms (a device claimed by another
-    // sandbox, a non-viable IOMMU group) keeps its code.
-    if (err.cause instanceof KnitError) return new KnitError(err.cause.code, err.message, { ...err.cause.details, cause: err });
-    const code = (err.cause as { code?: string })?.code;
-    if (code === 'EEXIST') return new KnitError('ALREADY_EXISTS', `${err.message} (in ${err.step.netns ?? 'the host netns'})`, { cause: err });
-    return new KnitError('INTERNAL', err.message, { cause: err, cniCode: CniCode.ioFailure });
-  }
-  return asKnitError(err);
-}
-
 export type { Op, OpResult };
 
 /** Bandwidth limits are accepted by the API but not yet enforced: say so instead of ignoring them. */
-function refuseBandwidth(req: AttachRequest): void {
-  const index = req.interfaces.findIndex((i) => i.bandwidth);
+function refuseBandwidth(interfaces: InterfaceRequest[], field = 'interfaces[i]'): void {
+  const index = interfaces.findIndex((i) => i.bandwidth);
   if (index < 0) return;
-  throw new KnitError('UNIMPLEMENTED', `interfaces[${index}].bandwidth: rate limits are not enforced by this knit yet`, {
-    field: `interfaces[${index}].bandwidth`,
-  });
+  const name = `${field.replace('[i]', `[${index}]`)}.bandwidth`;
+  throw new KnitError('UNIMPLEMENTED', `${name}: rate limits are not enforced by this knit yet`, { field: name });
 }

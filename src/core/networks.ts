@@ -1,13 +1,16 @@
 // The host side of each network, made once at start-up and on config reload: in bridge mode a
 // Linux bridge carrying the gateway addresses. A bridge of that name that knit did not make
-// (no alias tag) is left alone and the network reported not ready, with the reason.
+// (no alias tag) is left alone and the network reported not ready, with the reason. A CNI
+// network has no host side of knit's: its plugins must exist and speak the list's version.
 import type { ActionRunner } from './executor.js';
 import type { NetworkSpec } from '../../runtimes/types.js';
 import { networkAliasTag } from './names.js';
+import { ensureChain } from '../cni-exec/network.js';
 
 const prefixOf = (cidr: string) => cidr.split('/')[1];
 
 export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Promise<void> {
+  if (net.mode === 'cni') return ensureChain(net);
   if (net.mode !== 'bridge' || !net.bridge) return;
   const tag = networkAliasTag(net.name);
   let existing;

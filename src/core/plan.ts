@@ -18,14 +18,17 @@ export interface Step {
   /** Detach's fast path: actions that make the object harmless now (down, off the bridge, into
    * the reap group) so Detach can answer before the kernel's slow delete; the reaper deletes it. */
   retire?: StepAction[];
+  /** The sandbox interface (request name) this step belongs to: what RemoveInterface takes
+   * back. Absent in records written before interfaces could be hot-plugged. */
+  iface?: string;
 }
 
 export const isHostAction = (a: StepAction): a is HostAction =>
-  a.op === 'nft.apply' || a.op === 'nft.delete' || a.op === 'file.write' || a.op === 'file.remove' || DEVICE_ACTION_OPS.has(a.op);
+  a.op === 'nft.apply' || a.op === 'nft.delete' || a.op === 'file.write' || a.op === 'file.remove' || a.op === 'cni.add' || a.op === 'cni.del' || DEVICE_ACTION_OPS.has(a.op);
 
 /** Marks an inverse as tolerant: inverses run after crashes and after a netns died, when the
  * object may already be gone; every action that can find nothing accepts ignoreMissing. */
 export function tolerant<A extends StepAction>(a: A): A {
-  const canTolerate = a.op.endsWith('.del') || a.op === 'link.set' || a.op === 'nft.delete' || a.op === 'file.remove';
+  const canTolerate = a.op.endsWith('.del') || a.op === 'link.set' || a.op === 'nft.delete' || a.op === 'file.remove' || a.op === 'cni.del';
   return canTolerate ? { ...a, ignoreMissing: true } : a;
 }

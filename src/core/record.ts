@@ -4,6 +4,7 @@
 import type { Step } from './plan.js';
 import type { AttachRequest, AttachResult, AttachmentState } from './types.js';
 import type { Allocation } from '../../runtimes/types.js';
+import type { InterfacePart } from './interface-plans.js';
 
 export interface NetnsIdentity { path: string; dev: number; ino: number }
 
@@ -15,8 +16,13 @@ export interface InterfaceAllocation {
   static: boolean;
 }
 
+/** The sandbox record format this knit writes and the newest it reads. Bump it when a change
+ * would make an older knit misread a record; the store then refuses the older knit's start
+ * over newer records (see OpenOptions.formatVersion) instead of half-reading them. */
+export const SANDBOX_RECORD_VERSION = 1;
+
 export interface SandboxRecord {
-  version: 1;
+  version: typeof SANDBOX_RECORD_VERSION;
   sandboxId: string;
   state: Exclude<AttachmentState, 'failed'>;
   request: AttachRequest;
@@ -25,6 +31,14 @@ export interface SandboxRecord {
   steps: Step[];
   /** The answer Attach gives (also for an idempotent repeat). */
   result: AttachResult;
+  /** Each interface's share of the result, in request order; `result` is composed from them.
+   * Absent in records written before interfaces could be hot-plugged. */
+  parts?: InterfacePart[];
+  /** An AddInterface or RemoveInterface under way: written before its first kernel change, so
+   * the next start finishes a remove or takes back an add (src/core/hotplug.ts). */
+  pending?: { op: 'add' | 'remove'; ifname: string };
+  /** Interfaces AddInterface added (a repeated Attach is compared without them). */
+  added?: string[];
   createdAt: string;
   updatedAt: string;
 }

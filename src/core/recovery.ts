@@ -1,6 +1,6 @@
 // Start-up repair. The records are the journal: an 'attaching' record is a crash mid-attach
 // (roll it back), a 'detaching' one a crash mid-detach (finish it), an 'attached' one holds
-// its addresses. Afterwards nothing knit made is left without an owner.
+// its addresses; an 'attached' one with an interface change pending loses that interface. Afterwards nothing knit made is left without an owner.
 import type { ActionRunner } from './executor.js';
 import { undoSteps } from './executor.js';
 import { reserveFromRecord } from './addresses.js';
@@ -8,18 +8,30 @@ import type { IpamPort, RecordStorePort } from './manager.js';
 import type { SandboxRecord } from './record.js';
 import { sweepLeakedDevices } from './sweep.js';
 import type { Reaper } from './reaper.js';
+import { repairPending } from './hotplug.js';
 
 export interface RecoveryReport {
   rolledBack: string[];
   completedDetach: string[];
   kept: string[];
+  /** sandbox/interface whose unfinished add was taken back or remove finished. */
+  repairedInterfaces: string[];
   leakedDevices: string[];
   errors: string[];
 }
 
 export async function recover(records: RecordStorePort<SandboxRecord>, ipam: IpamPort, runner: ActionRunner, reaper: Reaper): Promise<RecoveryReport> {
-  const report: RecoveryReport = { rolledBack: [], completedDetach: [], kept: [], leakedDevices: [], errors: [] };
-  for (const rec of [...records.values()]) {
+  const report: RecoveryReport = { rolledBack: [], completedDetach: [], kept: [], repairedInterfaces: [], leakedDevices: [], errors: [] };
+  for (let rec of [...records.values()]) {
+    if (rec.state === 'attached' && rec.pending) {
+      // An AddInterface or RemoveInterface was cut short: both end with the interface gone.
+      const repaired = await repairPending(rec, runner);
+      if (repaired.record) {
+        await records.put(rec.sandboxId, repaired.record);
+        report.repairedInterfaces.push(`${rec.sandboxId}/${rec.pending.ifname}`);
+        rec = repaired.record;
+      } else report.errors.push(...repaired.errors.map((e) => `${rec.sandboxId}: ${e}`));
+    }
     if (rec.state === 'attached') {
       try {
         reserveFromRecord(ipam, rec.sandboxId, rec.allocations);

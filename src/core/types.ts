@@ -32,6 +32,8 @@ export interface InterfaceRequest {
   binding?: Record<string, string>;
   /** Rate limits (bits per second, bursts in bits); see src/api/bandwidth.ts. */
   bandwidth?: Bandwidth;
+  /** This interface's network gives the sandbox its default route (else the first's does). */
+  defaultRoute?: boolean;
 }
 
 /** One direction is limited when its rate is set; the burst is then always filled in. */
@@ -116,7 +118,9 @@ export interface CheckReport {
 
 export interface NetworkStatus {
   name: string;
-  mode: 'bridge' | 'routed';
+  mode: 'bridge' | 'routed' | 'cni';
+  /** mode "cni": the chain's CNI STATUS, or why it was not asked. */
+  cniStatus?: string;
   ready: boolean;
   pools: { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
 }
@@ -132,7 +136,7 @@ export interface NodeStatus {
 }
 
 export type WatchEvent =
-  | { type: 'attach' | 'detach'; sandboxId: string; result?: AttachResult }
+  | { type: 'attach' | 'detach' | 'interface-added' | 'interface-removed'; sandboxId: string; result?: AttachResult }
   | { type: 'link'; sandboxId?: string; netns?: string; name: string; index: number; up: boolean; removed: boolean }
   | { type: 'address'; netns?: string; index: number; address: string; removed: boolean };
 
@@ -155,6 +159,11 @@ export interface SandboxService {
   nodeStatus(): Promise<NodeStatus>;
   garbageCollect(valid: { sandboxId: string; interface?: string }[]): Promise<{ removed: string[]; errors: string[] }>;
   plan(req: AttachRequest): Promise<{ steps: { description: string; op: unknown; undo?: unknown }[] }>;
+  /** Hot-plug one interface into an attached sandbox; answers the sandbox's whole result. */
+  addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult>;
+  removeInterface(sandboxId: string, name: string): Promise<void>;
+  /** What addInterface would do, step by step, without doing it. */
+  planAddInterface(sandboxId: string, iface: InterfaceRequest): Promise<{ steps: { description: string; op: unknown; undo?: unknown }[] }>;
   watch(listener: (e: WatchEvent) => void): () => void;
   registerExtension(ext: Extension): Promise<void>;
   unregisterExtension(name: string): Promise<void>;

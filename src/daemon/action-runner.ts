@@ -9,9 +9,14 @@ import type { HostAction, Op, OpResult } from '../net/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { runHostAction } from './host-actions.js';
+import type { CniHooks } from '../cni-exec/action.js';
 
 export class PlanRunner {
   private host?: NetHandle;
+
+  /** cni: where CNI plugins' stderr goes (knit's log, with the sandbox id), and the crash
+   * tests' failpoint inside a chain. */
+  constructor(private readonly cni: CniHooks = {}) {}
 
   private hostHandle(): NetHandle {
     return (this.host ??= NetHandle.open());
@@ -27,8 +32,8 @@ export class PlanRunner {
     }
   }
 
-  runHostAction(netns: string | undefined, action: HostAction): Promise<void> {
-    return runHostAction(netns, action);
+  runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
+    return runHostAction(netns, action, this.cni);
   }
 
   netnsUsable(netns: string, expect?: NetnsId): boolean {

@@ -1,12 +1,13 @@
 // The few changes that are not rtnetlink: nftables tables (through nft(8), run inside the
 // target netns by nsenter — a child process, so no thread of ours changes namespace) and
-// files a launcher reads.
+// files a launcher reads, and CNI plugin chains (src/cni-exec).
 import { execFile } from 'node:child_process';
 import { unlink } from 'node:fs/promises';
-import type { HostAction } from '../net/ops.js';
+import type { HostAction, OpResult } from '../net/ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
 import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
 import { withHandle } from '../net/handle.js';
+import { runCniAction, type CniHooks } from '../cni-exec/action.js';
 
 
 // Absolute paths: under npm, PATH starts with node_modules/.bin, where "nft" is an unrelated
@@ -29,8 +30,11 @@ async function nft(netns: string | undefined, args: string[], input?: string): P
   });
 }
 
-export async function runHostAction(netns: string | undefined, a: HostAction): Promise<void> {
+export async function runHostAction(netns: string | undefined, a: HostAction, cni?: CniHooks): Promise<OpResult | void> {
   switch (a.op) {
+    case 'cni.add':
+    case 'cni.del':
+      return runCniAction(a, cni);
     case 'nft.apply':
       // The table is created and filled in one transaction: nft -f applies a file atomically.
       return nft(netns, ['-f', '-'], `table ${a.family} ${a.table}\ndelete table ${a.family} ${a.table}\n${a.ruleset}\n`);

@@ -1,77 +1,87 @@
-// Prometheus text exposition without a client library: knit needs three metric shapes and a
-// plain HTTP endpoint, which is less code than wiring a dependency.
+// The daemon's Prometheus metrics: knit's own series beside the process and Node.js series
+// every dashboard expects (resident memory, heap, event-loop lag, GC, open fds), all from
+// prom-client, served with /healthz and /readyz on one small HTTP listener.
 import http from 'node:http';
+import client from 'prom-client';
 
 type Labels = Record<string, string>;
-const key = (l: Labels) => Object.keys(l).sort().map((k) => `${k}="${String(l[k]).replace(/["\\\n]/g, '\\$&')}"`).join(',');
+// prom-client prints labels in the order given: sort them so a series always reads the same.
+const sorted = (l: Labels): Labels => Object.fromEntries(Object.entries(l).sort(([a], [b]) => (a < b ? -1 : 1)));
 
-abstract class Metric {
-  constructor(readonly name: string, readonly help: string, readonly type: string) {}
-  abstract lines(): string[];
-  render(): string {
-    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`, ...this.lines()].join('\n');
+// knit's metric vocabulary over prom-client. Series whose values live elsewhere (records,
+// pools) are read at scrape time instead of being kept in step on every change.
+
+export class Counter {
+  readonly metric: client.Counter;
+  constructor(name: string, help: string, labelNames: readonly string[] = []) {
+    this.metric = new client.Counter({ name, help, labelNames, registers: [] });
+  }
+  inc(labels: Labels = {}, by = 1): void {
+    this.metric.inc(sorted(labels), by);
   }
 }
 
-export class Counter extends Metric {
-  private readonly values = new Map<string, number>();
-  constructor(name: string, help: string) { super(name, help, 'counter'); }
-  inc(labels: Labels = {}, by = 1) { const k = key(labels); this.values.set(k, (this.values.get(k) ?? 0) + by); }
-  lines() { return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${v}`); }
-}
-
-export class Gauge extends Metric {
-  private readonly values = new Map<string, () => number>();
+export class Gauge {
+  readonly metric: client.Gauge;
+  private readonly fixed: { labels: Labels; value: () => number }[] = [];
   private readonly families: (() => { labels: Labels; value: number }[])[] = [];
-  constructor(name: string, help: string) { super(name, help, 'gauge'); }
-  set(labels: Labels, fn: () => number) { this.values.set(key(labels), fn); }
+  constructor(name: string, help: string, labelNames: readonly string[] = []) {
+    const self = this;
+    this.metric = new client.Gauge({
+      name, help, labelNames, registers: [],
+      collect() {
+        this.reset(); // a network removed by reload must lose its series
+        for (const f of self.fixed) this.set(sorted(f.labels), f.value());
+        for (const fn of self.families) for (const s of fn()) this.set(sorted(s.labels), s.value);
+      },
+    });
+  }
+  set(labels: Labels, fn: () => number): void {
+    this.fixed.push({ labels, value: fn });
+  }
   /** Series whose label sets change at run time (one per network, and a reload changes the
    * networks): fn is asked for all of them at each scrape. */
-  setEach(fn: () => { labels: Labels; value: number }[]) { this.families.push(fn); }
-  lines() {
-    const fixed = [...this.values].map(([k, fn]) => [k, fn()] as const);
-    const dynamic = this.families.flatMap((fn) => fn().map((s) => [key(s.labels), s.value] as const));
-    return [...fixed, ...dynamic].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${v}`);
+  setEach(fn: () => { labels: Labels; value: number }[]): void {
+    this.families.push(fn);
   }
 }
 
-export class Histogram extends Metric {
-  private readonly series = new Map<string, { counts: number[]; sum: number; n: number }>();
-  constructor(name: string, help: string, private readonly buckets: number[]) { super(name, help, 'histogram'); }
-  observe(seconds: number, labels: Labels = {}) {
-    const k = key(labels);
-    let s = this.series.get(k);
-    if (!s) this.series.set(k, (s = { counts: this.buckets.map(() => 0), sum: 0, n: 0 }));
-    this.buckets.forEach((b, i) => { if (seconds <= b) s!.counts[i]++; });
-    s.sum += seconds;
-    s.n++;
+export class Histogram {
+  readonly metric: client.Histogram;
+  constructor(name: string, help: string, buckets: number[], labelNames: readonly string[] = []) {
+    this.metric = new client.Histogram({ name, help, buckets, labelNames, registers: [] });
   }
-  lines() {
-    return [...this.series].flatMap(([k, s]) => {
-      const lb = (le: string) => `{${k ? `${k},` : ''}le="${le}"}`;
-      return [
-        ...this.buckets.map((b, i) => `${this.name}_bucket${lb(String(b))} ${s.counts[i]}`),
-        `${this.name}_bucket${lb('+Inf')} ${s.n}`,
-        `${this.name}_sum${k ? `{${k}}` : ''} ${s.sum}`,
-        `${this.name}_count${k ? `{${k}}` : ''} ${s.n}`,
-      ];
-    });
+  observe(seconds: number, labels: Labels = {}): void {
+    this.metric.observe(sorted(labels), seconds);
   }
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 export class KnitMetrics {
-  readonly attachSeconds = new Histogram('knit_attach_duration_seconds', 'Attach latency inside the daemon.', LATENCY_BUCKETS);
-  readonly detachSeconds = new Histogram('knit_detach_duration_seconds', 'Detach latency inside the daemon.', LATENCY_BUCKETS);
-  readonly errors = new Counter('knit_errors_total', 'Failed operations by RPC and gRPC code.');
+  readonly attachSeconds = new Histogram('knit_attach_duration_seconds', 'Attach latency inside the daemon.', LATENCY_BUCKETS, ['outcome']);
+  readonly detachSeconds = new Histogram('knit_detach_duration_seconds', 'Detach latency inside the daemon.', LATENCY_BUCKETS, ['outcome']);
+  readonly errors = new Counter('knit_errors_total', 'Failed operations by RPC and gRPC code.', ['rpc', 'code']);
   readonly sandboxes = new Gauge('knit_sandboxes_attached', 'Sandboxes attached on this node.');
-  readonly poolUsed = new Gauge('knit_pool_addresses_used', 'Addresses allocated per network pool.');
-  readonly poolSize = new Gauge('knit_pool_addresses_total', 'Addresses a network pool can hand out.');
-  private readonly all: Metric[] = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize];
+  readonly poolUsed = new Gauge('knit_pool_addresses_used', 'Addresses allocated per network pool.', ['network', 'family']);
+  readonly poolSize = new Gauge('knit_pool_addresses_total', 'Addresses a network pool can hand out.', ['network', 'family']);
+  private readonly registry = new client.Registry();
 
-  render(): string {
-    return this.all.map((m) => m.render()).join('\n') + '\n';
+  constructor() {
+    for (const m of [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize]) {
+      this.registry.registerMetric(m.metric);
+    }
+    // process_resident_memory_bytes, process_open_fds, nodejs_heap_size_used_bytes,
+    // nodejs_eventloop_lag_seconds, nodejs_gc_duration_seconds, ...
+    client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
 }
 
@@ -82,15 +92,11 @@ export function startMetricsServer(address: string, metrics: KnitMetrics, ready:
   const port = Number(address.slice(at + 1));
   const server = http.createServer((req, res) => {
     if (req.url === '/metrics') {
-      // A throw here would be an uncaught exception: a scrape must never take the daemon down.
-      let text: string;
-      try {
-        text = metrics.render();
-      } catch (err) {
-        res.writeHead(500).end(`${(err as Error).message}\n`);
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text);
+      // A failure here must be an answer, never an unhandled rejection that takes the daemon down.
+      metrics.render().then(
+        (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+        (err) => res.writeHead(500).end(`${(err as Error).message}\n`),
+      );
     } else if (req.url === '/healthz') {
       res.writeHead(200).end('ok\n');
     } else if (req.url === '/readyz') {

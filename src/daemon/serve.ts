@@ -15,7 +15,7 @@ import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { ensureNetwork, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../core/names.js';
-import type { SandboxRecord } from '../core/record.js';
+import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
 import type { Extension } from '../core/types.js';
 import { startApiServer } from '../api/server.js';
 import { callExtension } from '../api/extension-client.js';
@@ -28,13 +28,16 @@ import { NetnsChecker } from './netns-checker.js';
 import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './handoff.js';
 import { publishLinkEvents } from './link-events.js';
+import { CniFrontend } from '../cni-frontend/handler.js';
+import { drainDeleteQueue, startCniServer } from '../cni-frontend/server.js';
+import { makePeerGate } from '../api/peer-gate.js';
 
 export interface ServeOptions {
   config?: string;
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -53,10 +56,17 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await mkdir(config.runDir, { recursive: true, mode: 0o700 });
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
   const storeProblem = (p: { file: string; reason: string }) => log.warn(p, 'record store');
-  const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, { onProblem: storeProblem });
+  const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, {
+    onProblem: storeProblem,
+    formatVersion: SANDBOX_RECORD_VERSION,
+  });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
-  const runner = new PlanRunner();
+  const { beforeCniAdd, ...planFailpoints } = failpointsFromEnv(process.env, log);
+  const runner = new PlanRunner({
+    log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
+    beforeAdd: beforeCniAdd,
+  });
   const ipam = new Ipam(config.networks);
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
   /** Sets up the host side of networks; answers the ones that are not ready, with why. */
@@ -78,7 +88,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const metrics = new KnitMetrics();
   const hooks: ManagerHooks = {
-    ...failpointsFromEnv(process.env, log),
+    ...planFailpoints,
     onAttach: (sandboxId, ms, err) => {
       metrics.attachSeconds.observe(ms / 1000, { outcome: err ? 'error' : 'ok' });
       if (err) {
@@ -119,6 +129,16 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const stopLinkEvents = publishLinkEvents(manager, records, log);
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
+  // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
+  const cniFrontend = new CniFrontend(manager);
+  const drained = await drainDeleteQueue(config.cniDeleteQueue, cniFrontend, log);
+  if (drained.done || drained.failed) log.info(drained, 'queued CNI deletes carried out');
+  const cni = await startCniServer({
+    socketPath: config.cniSocket,
+    frontend: cniFrontend,
+    allow: makePeerGate({ allowedUids: config.allowedUids, peerCred: (fd) => peerCred(fd), logger: log, socketPath: config.cniSocket }),
+    log,
+  });
   const api = await startApiServer({
     socketPath: config.socket,
     service: manager,
@@ -169,6 +189,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   stopLinkEvents();
   await api.close();
   await handoff.close();
+  await cni.close();
   metricsServer?.close();
   await reaper.reapNow();
   reaper.stop();

@@ -1,4 +1,5 @@
-// What SR-IOV / RDMA hardware this node has, read from sysfs (research/sriov-dra.md §4):
+// What SR-IOV / RDMA hardware this node has, read from sysfs (Linux
+// Documentation/ABI/testing/sysfs-bus-pci and Documentation/PCI/pci-iov-howto.rst):
 // every PCI network function (class 0x02: Ethernet, InfiniBand, ...) with its driver, NUMA
 // node, IOMMU group, netdev, RDMA device and SR-IOV role — a PF (sriov_totalvfs > 0) with its
 // virtfnN links, a VF (physfn link) with its PF and index, or a plain NIC.

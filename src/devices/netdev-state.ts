@@ -1,5 +1,6 @@
 // The state of a VF that knit must put back when the sandbox goes away, and the ops that put
-// it back. Two halves, as in sriov-cni's OrigVfState (research/sriov-dra.md §2):
+// it back. Two halves, as in sriov-cni's OrigVfState
+// (k8snetworkplumbingwg/sriov-cni pkg/sriov):
 //   - PF side: the PF's IFLA_VFINFO_LIST entry for this VF (admin MAC, VLAN/QoS/proto,
 //     spoofchk, trust, rates, link state), read with `link.get {link: pf, vfs: true}`;
 //   - VF netdev: its host name, MAC and MTU (`link.get` on the VF netdev), absent when the VF

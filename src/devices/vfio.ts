@@ -1,5 +1,6 @@
 // Bind a PCI function (an SR-IOV VF) to vfio-pci for a VM, and give it back afterwards, through
-// sysfs writes only (torvalds/linux Documentation/driver-api/vfio.rst; research/sriov-dra.md §4):
+// sysfs writes only (torvalds/linux Documentation/driver-api/vfio.rst and
+// Documentation/ABI/testing/sysfs-bus-pci, driver_override):
 //
 //   bind:    driver_override <- "vfio-pci"; drivers/<orig>/unbind <- BDF; drivers_probe <- BDF
 //   restore: drivers/vfio-pci/unbind <- BDF; driver_override <- "\n"; drivers/<orig>/bind <- BDF

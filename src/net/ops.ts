@@ -233,7 +233,27 @@ export const DEVICE_ACTION_OPS: ReadonlySet<string> = new Set<DeviceAction['op']
   'vfio.bind', 'vfio.restore', 'vf.checkMac', 'device.claim', 'device.return', 'rdma.move', 'rdma.present',
 ]);
 
-export type HostAction = NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction;
+/** A CNI plugin chain's ADD or DEL (src/cni-exec): the conflist's exact text and the runtime's
+ * values are recorded with the action, so DEL after a crash runs what ADD ran. */
+export interface CniChainAction {
+  op: 'cni.add' | 'cni.del';
+  /** knit's network name, for logs and errors. */
+  network: string;
+  conflist: string;
+  containerId: string;
+  ifName: string;
+  netns: string;
+  /** The netns the chain was added in: a DEL never enters another one pinned at the same path. */
+  netnsId?: { dev: number; ino: number };
+  args: [string, string][];
+  capabilityArgs: Record<string, unknown>;
+  pluginDirs: string[];
+  cacheDir: string;
+  timeoutMs: number;
+  ignoreMissing?: boolean;
+}
+
+export type HostAction = NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction | CniChainAction;
 
 // ---- what ops return -------------------------------------------------------------------
 
@@ -290,4 +310,6 @@ export interface OpResult {
   value?: string;
   /** tun.add with returnFds. */
   fds?: number[];
+  /** cni.add: the chain's final CNI result. */
+  cniResult?: Record<string, unknown>;
 }

@@ -5,8 +5,17 @@ import { eventually, hostLinks, ipJson, type Daemon } from './daemon.js';
 
 /** Runs `rpc` on a daemon armed with a failpoint, expects it to die by SIGKILL, restarts it. */
 export async function crashAndRestart(armed: Daemon, rpc: () => Promise<unknown>): Promise<Daemon> {
-  await rpc().catch(() => undefined);
-  const exit = await armed.exited;
+  let answer = 'it answered';
+  await rpc().catch((err: Error) => (answer = `it answered ${err.message}`));
+  // An rpc refused before its first step never reaches the failpoint: say so, do not hang.
+  let timer: NodeJS.Timeout | undefined;
+  const notKilled = new Promise<'alive'>((resolve) => (timer = setTimeout(() => resolve('alive'), 30_000)));
+  const exit = await Promise.race([armed.exited, notKilled]);
+  clearTimeout(timer);
+  if (exit === 'alive') {
+    await armed.stop();
+    throw new Error(`daemon was not killed at the failpoint (${answer})`);
+  }
   if (exit.signal !== 'SIGKILL') throw new Error(`daemon should have been killed at the failpoint, exited ${JSON.stringify(exit)}`);
   armed.close();
   return armed.restart();

@@ -23,6 +23,9 @@ export interface DaemonOptions {
   extraNetworks?: object[];
   config?: Record<string, unknown>;
   env?: Record<string, string>;
+  /** Run the daemon inside this netns (by name, `ip netns exec`): what it makes on "the host"
+   * (and what CNI plugins such as portmap and firewall add to iptables) stays in there. */
+  netns?: string;
 }
 
 export type Call = <T = any>(method: string, req?: object) => Promise<T>;
@@ -63,6 +66,8 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
     stateDir: path.join(dir, 'state'),
     netnsDir: path.join(dir, 'netns'),
     handoffSocket: path.join(dir, 'handoff.sock'),
+    cniSocket: path.join(dir, 'cni.sock'),
+    cniDeleteQueue: path.join(dir, 'cni-delete-queue'),
     logLevel: 'debug',
     // Tests run daemons side by side: each must see only its own objects.
     instance: `knit-${o.prefix}`,
@@ -89,7 +94,10 @@ process.once('exit', () => {
 
 async function launch(o: DaemonOptions, dir: string, configPath: string, env: Record<string, string> = {}): Promise<Daemon> {
   const cfg = daemonConfig(o, dir);
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', configPath], {
+  const argv = [process.execPath, CLI, 'serve', '--config', configPath];
+  // `ip netns exec` execs the daemon in place: the child's PID is the daemon's.
+  const [cmd, ...args] = o.netns ? ['ip', 'netns', 'exec', o.netns, ...argv] : argv;
+  const child = spawn(cmd, args, {
     env: { ...process.env, ...o.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

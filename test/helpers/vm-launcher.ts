@@ -90,6 +90,8 @@ export interface LaunchOptions {
   name: string;
   /** Addresses the guest pings once configured (KNIT-PING-OK/FAIL on its serial). */
   ping?: string[];
+  /** Serve QMP (Guest.qmpSocket), for NIC hot-plug. */
+  qmp?: boolean;
 }
 
 export interface LaunchedVm {
@@ -104,7 +106,7 @@ export interface LaunchedVm {
 export async function launchVm(o: LaunchOptions): Promise<LaunchedVm> {
   const h = o.handoff;
   if (h.device !== 'tap') throw new Error(`launchVm: handoff.device ${h.device} is not a tap`);
-  const base = { name: o.name, netnsPath: h.netns ?? '/proc/1/ns/net', mac: h.mac, net: guestNetFrom(h, o.ping) };
+  const base = { name: o.name, netnsPath: h.netns ?? '/proc/1/ns/net', mac: h.mac, net: guestNetFrom(h, o.ping), qmp: o.qmp };
   if (o.by === 'name') {
     // The fixture's by-name netdev has no queues= option: QEMU would open one queue.
     if (h.queues !== 1) throw new Error(`launchVm: by name supports one queue, handoff.queues is ${h.queues}`);

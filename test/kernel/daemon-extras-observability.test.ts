@@ -3,6 +3,7 @@
 import test from 'ava';
 import { status } from '@grpc/grpc-js';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import {
   startDaemon, cleanupDaemon, removeNetns, eventually, hostLinks, podFactory, runcAttachReq, freePort, type Daemon,
 } from '../helpers/daemon.js';
@@ -22,10 +23,22 @@ async function get(p: string): Promise<{ status: number; body: string }> {
   return { status: res.status, body: await res.text() };
 }
 
+/** A series as "name{k=v,...}" with its labels sorted, so label order in the text does not matter. */
+function normalSeries(series: string): string {
+  const m = /^([^{\s]+)(?:\{(.*)\})?$/.exec(series);
+  if (!m) return series;
+  const labels = (m[2] ?? '').match(/[a-zA-Z_]\w*="(?:[^"\\]|\\.)*"/g) ?? [];
+  return labels.length ? `${m[1]}{${labels.sort().join(',')}}` : m[1];
+}
+
 /** The value of one sample line in the exposition text, e.g. sample(text, 'knit_x{a="b"}'). */
 function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  const want = normalSeries(series);
+  for (const line of text.split('\n')) {
+    const at = line.lastIndexOf(' ');
+    if (at > 0 && !line.startsWith('#') && normalSeries(line.slice(0, at)) === want) return Number(line.slice(at + 1));
+  }
+  return undefined;
 }
 
 const metrics = async () => (await get('/metrics')).body;
@@ -84,6 +97,19 @@ test.serial('/metrics: attach latency, attached sandboxes and pool usage agree w
   t.is(sample(after, 'knit_sandboxes_attached'), 1);
   t.is(sample(after, `knit_pool_addresses_used{family="4",network="${P}net"}`), Number(pool.used) - 1);
   t.true(sample(after, 'knit_detach_duration_seconds_count{outcome="ok"}')! >= 1);
+});
+
+test.serial('/metrics has the process and Node.js series dashboards expect, and they agree with /proc', async (t) => {
+  const text = await metrics();
+  const pid = d!.child.pid!;
+  const rss = sample(text, 'process_resident_memory_bytes')!;
+  const procRss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+  t.true(rss > 0.5 * procRss && rss < 2 * procRss, `metric ${rss} vs /proc ${procRss}`);
+  const fds = sample(text, 'process_open_fds')!;
+  t.is(fds > 0 && Math.abs(fds - readdirSync(`/proc/${pid}/fd`).length) <= 4, true, `open fds ${fds}`);
+  t.true(sample(text, 'nodejs_heap_size_used_bytes')! > 0);
+  t.regex(text, /^# TYPE nodejs_eventloop_lag_seconds gauge$/m);
+  t.regex(text, /^# TYPE nodejs_gc_duration_seconds histogram$/m);
 });
 
 test.serial('/metrics counts a failed attach by RPC and code', async (t) => {

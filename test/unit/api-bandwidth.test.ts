@@ -138,3 +138,13 @@ test('over gRPC: uint64 bandwidth fields reach core; a bad one is INVALID_ARGUME
   t.is(err.code, grpc.status.INVALID_ARGUMENT);
   t.is(err.metadata.get('knit-field')[0], 'interfaces[0].bandwidth.egress_burst');
 });
+
+test('AddInterface validates bandwidth under interface.', async (t) => {
+  const { validateAddInterface } = await import('../../src/api/validate.js');
+  const ok = validateAddInterface({ sandbox_id: 'sb-1', interface: { name: 'net1', bandwidth: { egress_rate: '1000000' } } });
+  t.deepEqual(ok.iface.bandwidth, { egress: { rate: 1_000_000, burst: defaultBurst(1_000_000) } });
+  const err = t.throws(() => validateAddInterface({ sandbox_id: 'sb-1', interface: { name: 'net1', bandwidth: { ingress_burst: '8' } } }), {
+    instanceOf: KnitError,
+  }) as KnitError;
+  t.is(err.details.field, 'interface.bandwidth.ingress_burst');
+});

@@ -7,6 +7,7 @@ import type {
   AttachRequest,
   AttachResult,
   Extension,
+  InterfaceRequest,
   SandboxRecordView,
   SandboxService,
   WatchEvent,
@@ -145,6 +146,30 @@ export class MemorySandboxService implements SandboxService {
     const removed = [...this.records.keys()].filter((id) => !keep.has(id));
     for (const id of removed) this.records.delete(id);
     return { removed, errors: [] };
+  }
+
+  async addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult> {
+    this.maybeFail('addInterface');
+    const r = this.get(sandboxId);
+    if (!r.request.interfaces.some((i) => i.name === iface.name)) {
+      r.request = { ...r.request, interfaces: [...r.request.interfaces, iface] };
+      r.result!.interfaces.push({ name: iface.name, kind: 'veth', sandbox: r.request.netnsPath });
+    }
+    return r.result!;
+  }
+
+  async removeInterface(sandboxId: string, name: string): Promise<void> {
+    this.maybeFail('removeInterface');
+    const r = this.records.get(sandboxId);
+    if (!r) return;
+    r.request = { ...r.request, interfaces: r.request.interfaces.filter((i) => i.name !== name) };
+    r.result!.interfaces = r.result!.interfaces.filter((i) => i.name !== name);
+  }
+
+  async planAddInterface(sandboxId: string, iface: InterfaceRequest) {
+    this.maybeFail('planAddInterface');
+    const r = this.get(sandboxId);
+    return { steps: [{ description: `create veth ${iface.name} in ${r.request.netnsPath}`, op: { op: 'link.add', kind: 'veth' } }] };
   }
 
   async plan(req: AttachRequest) {

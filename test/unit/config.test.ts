@@ -136,8 +136,8 @@ const BAD: [string, string, string][] = [
   ['"ipv4": { "subnet": "10.119.0.0/24" }', '"ipv4": { "subnet": "10.119.0.0/24", "gatway": "10.119.0.1" }', '26: networks[1].ipv4.gatway: unknown key'],
   ['"logLevel": "info",', '"logLevel": "info", "socket": "run/knit.sock",', '2: socket: "run/knit.sock" is not an absolute path'],
   // Syntax errors report where the parser noticed.
-  ['"mtu": 1450,', '"mtu": 1450', '12: syntax error at column 7: expected \',\' or \'}\' after the value of "mtu"'],
-  ['"mode": "routed",', '"mode": "routed",,', '24: syntax error at column 24: expected a key in double quotes, found ","'],
+  ['"mtu": 1450,', '"mtu": 1450', '11: syntax error at column 14: Implicit keys need to be on a single line'],
+  ['"mode": "routed",', '"mode": "routed",,', '24: syntax error at column 24: Unexpected , in flow map'],
 ];
 
 for (const [from, to, want] of BAD) {
@@ -158,6 +158,18 @@ test('all problems of a file are reported at once, in file order', (t) => {
   const err = t.throws(() => parseConfigText(text, 'c.json'), { instanceOf: ConfigError }) as ConfigError;
   t.deepEqual(err.issues.map((i) => `${i.line} ${i.path}`), ['2 logLevel', '11 networks[0].mtu', '26 networks[1].ipv4.subnet']);
   t.is(err.message.split('\n').length, 3);
+});
+
+test('a YAML config (as a ConfigMap carries it) loads, and its errors say file:line: key path', async (t) => {
+  const dir = await tempDir(t);
+  const file = path.join(dir, 'knit.yaml');
+  const yaml = 'logLevel: info\nnetworks:\n  - name: pods\n    bridge: knit-pods\n    ipv4:\n      subnet: 10.118.0.0/20\n';
+  await writeFile(file, yaml);
+  const { config } = await loadConfig(file);
+  t.is(config.networks[0].name, 'pods');
+  await writeFile(file, yaml.replace('10.118.0.0/20', '10.118.0.0/99'));
+  const err = await t.throwsAsync(loadConfig(file), { instanceOf: ConfigError });
+  t.true(err!.message.startsWith(`${file}:6: networks[0].ipv4.subnet: `), err!.message);
 });
 
 test('other structural rules: at least one network, one pool, a bridge name that fits', (t) => {

@@ -1,4 +1,5 @@
-// `knit attach` and `knit plan`: the same flags build one knit.v1 AttachRequest.
+// `knit attach` and `knit plan`: the same flags build one knit.v1 AttachRequest. `knit attach-if`
+// (and `knit plan --add-if`): one more interface for an attached sandbox.
 import { type Command, type Context, str, strs } from '../command.js';
 import { usageError } from '../exit.js';
 import { parseInterface, parseKeyValues, parsePod, parsePort, parseRuntime } from '../flags.js';
@@ -20,7 +21,7 @@ const attachOptions = {
 } as const;
 
 const attachUsage =
-  '--id SANDBOX_ID --netns PATH [--runtime runc|kata|kubevirt] [--if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,ingress-rate=BITS,egress-rate=BITS,...]]... ' +
+  '--id SANDBOX_ID --netns PATH [--runtime runc|kata|kubevirt] [--if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,ingress-rate=BITS,egress-rate=BITS,...,default]]... ' +
   '[--pod NAMESPACE/NAME] [--uid POD_UID] [--port [HOSTIP:]HOSTPORT:PORT[/PROTO]]... [--label K=V]... [--annotation K=V]... ' +
   '[--nameserver IP]... [--search DOMAIN]...';
 
@@ -65,14 +66,43 @@ export const attach: Command = {
   },
 };
 
-export const plan: Command = {
-  name: 'plan',
-  summary: 'print what attach would do, step by step, without doing it',
-  usage: attachUsage,
-  options: attachOptions,
+/** `--if` of attach-if and plan --add-if: exactly one interface. */
+function oneInterface(ctx: Context, flag: string): object {
+  const specs = strs(ctx, flag);
+  if (specs.length !== 1) throw usageError(`--${flag} is required, once (NAME[,network=N,...])`);
+  return parseInterface(specs[0]);
+}
+
+export const attachIf: Command = {
+  name: 'attach-if',
+  summary: 'add one interface to an attached sandbox (hot-plug; idempotent)',
+  usage: '--id SANDBOX_ID --if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,...]',
+  options: { id: { type: 'string' }, if: { type: 'string', multiple: true } },
   remote: true,
   async run(ctx) {
-    const res = await ctx.client().call('Plan', { attach: attachRequestFrom(ctx) });
+    const id = str(ctx, 'id');
+    if (!id) throw usageError('--id is required (the sandbox id)');
+    const res = await ctx.client().call('AddInterface', { sandbox_id: id, interface: oneInterface(ctx, 'if') });
+    if (ctx.json) ctx.io.out(json(res.result));
+    else {
+      ctx.io.out(`sandbox ${id} now has:`);
+      ctx.io.out(renderResult(res.result));
+    }
+    return 0;
+  },
+};
+
+export const plan: Command = {
+  name: 'plan',
+  summary: 'print what attach (or, with --add-if, attach-if) would do, step by step, without doing it',
+  usage: `${attachUsage}\n       knit plan --id SANDBOX_ID --add-if NAME[,network=N,...]`,
+  options: { ...attachOptions, 'add-if': { type: 'string', multiple: true } },
+  remote: true,
+  async run(ctx) {
+    const adding = strs(ctx, 'add-if').length > 0;
+    if (adding && !str(ctx, 'id')) throw usageError('--id is required (the sandbox id)');
+    const req = adding ? { add_interface: { sandbox_id: str(ctx, 'id'), interface: oneInterface(ctx, 'add-if') } } : { attach: attachRequestFrom(ctx) };
+    const res = await ctx.client().call('Plan', req);
     if (ctx.json) {
       ctx.io.out(json(res));
       return 0;

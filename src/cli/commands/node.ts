@@ -24,6 +24,7 @@ export const status: Command = {
       for (const p of pools) rows.push([n.name, n.mode, n.ready ? 'yes' : 'no', p.subnet, `${p.used}/${p.size}`, String(p.free)]);
     }
     if (rows.length) ctx.io.out(table(['NETWORK', 'MODE', 'READY', 'POOL', 'USED', 'FREE'], rows));
+    for (const n of s.networks ?? []) if (n.cni_status) ctx.io.out(`${n.name}: CNI STATUS: ${n.cni_status}`);
     return 0;
   },
 };

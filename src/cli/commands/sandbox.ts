@@ -1,4 +1,4 @@
-// Per-sandbox commands: detach, query, check, list.
+// Per-sandbox commands: detach, detach-if, query, check, list.
 import { type Command, type Context, str } from '../command.js';
 import { CliError, Exit, usageError } from '../exit.js';
 import { json, table } from '../format.js';
@@ -21,6 +21,21 @@ export const detach: Command = {
     const id = sandboxIdArg(ctx);
     await ctx.client().call('Detach', { sandbox_id: id, netns_path: str(ctx, 'netns') ?? '' });
     ctx.io.out(ctx.json ? json({ sandbox_id: id, detached: true }) : `detached ${id}`);
+    return 0;
+  },
+};
+
+export const detachIf: Command = {
+  name: 'detach-if',
+  summary: 'remove one interface from an attached sandbox (idempotent)',
+  usage: 'SANDBOX_ID IFNAME (or --id SANDBOX_ID --name IFNAME)',
+  options: { id: { type: 'string' }, name: { type: 'string' } },
+  remote: true,
+  async run(ctx) {
+    const [id, name] = [str(ctx, 'id') ?? ctx.positionals[0], str(ctx, 'name') ?? ctx.positionals[str(ctx, 'id') ? 0 : 1]];
+    if (!id || !name) throw usageError('a sandbox id and an interface name are required (knit detach-if SANDBOX_ID IFNAME)');
+    await ctx.client().call('RemoveInterface', { sandbox_id: id, name });
+    ctx.io.out(ctx.json ? json({ sandbox_id: id, name, removed: true }) : `removed ${name} from ${id}`);
     return 0;
   },
 };

@@ -1,0 +1,122 @@
+// One plugin exec, the way libcni's invoke package does it: the command and the runtime's
+// values in CNI_* environment variables, the network configuration on stdin, a result or an
+// error object on stdout. It runs as a child process (never spawnSync: the event loop keeps
+// serving), under a deadline after which the plugin is killed.
+import { spawn } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import path from 'node:path';
+
+export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION';
+
+export interface InvokeEnv {
+  command: CniCommand;
+  containerId?: string;
+  netns?: string;
+  ifName?: string;
+  /** CNI_ARGS pairs, e.g. K8S_POD_NAME. */
+  args?: [string, string][];
+  pluginDirs: string[];
+}
+
+/** Where a plugin's stderr goes: knit's log, with the sandbox it ran for. */
+export type PluginLog = (entry: { plugin: string; command: CniCommand; sandboxId?: string; stderr: string }) => void;
+
+export interface InvokeOptions {
+  timeoutMs: number;
+  log?: PluginLog;
+}
+
+/** A plugin's failure: its CNI error object when it printed one. */
+export class PluginError extends Error {
+  constructor(
+    readonly plugin: string,
+    readonly command: CniCommand,
+    message: string,
+    readonly cniCode?: number,
+    readonly timedOut = false,
+  ) {
+    super(`CNI plugin ${plugin} ${command}: ${message}`);
+    this.name = 'PluginError';
+  }
+}
+
+// Plugins such as portmap and firewall run iptables; a fixed PATH keeps them off npm's
+// node_modules/.bin (which holds an unrelated "nft") and off whatever the daemon inherited.
+const PLUGIN_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** libcni's FindInPath: the first directory holding an executable of that name. */
+export async function findPlugin(type: string, dirs: string[]): Promise<string | undefined> {
+  for (const dir of dirs) {
+    const candidate = path.join(dir, type);
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // next directory
+    }
+  }
+  return undefined;
+}
+
+function environment(env: InvokeEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { PATH: PLUGIN_PATH, CNI_COMMAND: env.command, CNI_PATH: env.pluginDirs.join(':') };
+  if (env.containerId !== undefined) out.CNI_CONTAINERID = env.containerId;
+  if (env.netns !== undefined) out.CNI_NETNS = env.netns;
+  if (env.ifName !== undefined) out.CNI_IFNAME = env.ifName;
+  if (env.args?.length) out.CNI_ARGS = env.args.map(([k, v]) => `${k}=${v}`).join(';');
+  return out;
+}
+
+/** Runs one plugin; answers its stdout parsed (undefined when empty, as DEL's is). */
+export function execPlugin(pluginPath: string, env: InvokeEnv, stdin: object, opts: InvokeOptions & { sandboxId?: string }): Promise<unknown> {
+  const plugin = path.basename(pluginPath);
+  return new Promise((resolve, reject) => {
+    // Its own process group, so a deadline kills what the plugin started too (a helper it forked).
+    const child = spawn(pluginPath, [], { env: environment(env), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, opts.timeoutMs);
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stdin.on('error', () => undefined); // a plugin may exit without reading its config
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new PluginError(plugin, env.command, e.message));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString().trim();
+      if (stderr) opts.log?.({ plugin, command: env.command, sandboxId: opts.sandboxId, stderr });
+      if (timedOut) {
+        reject(new PluginError(plugin, env.command, `did not finish within ${opts.timeoutMs} ms and was killed`, undefined, true));
+        return;
+      }
+      const stdout = Buffer.concat(out).toString().trim();
+      let parsed: unknown;
+      try {
+        parsed = stdout ? JSON.parse(stdout) : undefined;
+      } catch {
+        if (code === 0) {
+          reject(new PluginError(plugin, env.command, `printed a result that is not JSON: ${stdout.slice(0, 80)}`));
+          return;
+        }
+      }
+      if (code === 0) {
+        resolve(parsed);
+        return;
+      }
+      const e = parsed as { code?: number; msg?: string; details?: string } | undefined;
+      const why = e?.msg ? `${e.msg}${e.details ? ` (${e.details})` : ''}` : stderr.slice(0, 200) || `exited with ${signal ?? `code ${code}`}`;
+      reject(new PluginError(plugin, env.command, why, e?.code));
+    });
+    child.stdin.end(JSON.stringify(stdin));
+  });
+}

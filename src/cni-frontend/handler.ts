@@ -1,0 +1,217 @@
+// The CNI verbs on knit's core: ADD -> Attach (or AddInterface for a further CNI_IFNAME),
+// DEL -> Detach (or RemoveInterface), CHECK -> Check, STATUS -> NodeStatus, GC -> Detach of
+// this network's sandboxes missing from the valid-attachments list. Every failure leaves as a
+// CNI error object with the code that fits.
+import type { AttachResult, InterfaceRequest, SandboxService } from '../core/types.js';
+import { CniCode, KnitError } from '../core/errors.js';
+import { validateAddInterface, validateAttach, validateSandboxId } from '../api/validate.js';
+import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
+import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
+import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
+
+export interface CniAnswer {
+  exitCode: number;
+  stdout: string;
+}
+
+/** Wire field paths -> the CNI names a runtime's operator recognises. */
+function cniField(path: string): string {
+  return path
+    .replace(/^sandbox_id/, 'CNI_CONTAINERID')
+    .replace(/^netns_path/, 'CNI_NETNS')
+    .replace(/^interfaces\[0\]\.name/, 'CNI_IFNAME')
+    .replace(/^interfaces\[0\]\.mac/, 'runtimeConfig.mac')
+    .replace(/^interfaces\[0\]\.ips/, 'runtimeConfig.ips')
+    .replace(/^interfaces\[0\]\.network/, 'network')
+    .replace(/^interfaces\[0\]\.binding/, 'binding')
+    .replace(/^interface\.name/, 'CNI_IFNAME')
+    .replace(/^interface\.mac/, 'runtimeConfig.mac')
+    .replace(/^interface\.ips/, 'runtimeConfig.ips')
+    .replace(/^interface\./, '')
+    .replace(/^port_mappings/, 'runtimeConfig.portMappings')
+    .replace(/^annotations/, 'runtimeConfig["io.kubernetes.cri.pod-annotations"]');
+}
+
+const codeOf: Record<KnitError['code'], number> = {
+  INVALID_ARGUMENT: CniCode.invalidConfig,
+  NOT_FOUND: CniCode.containerUnknown,
+  UNAVAILABLE: CniCode.tryAgainLater,
+  RESOURCE_EXHAUSTED: 101,
+  FAILED_PRECONDITION: 102,
+  ALREADY_EXISTS: 103,
+  PERMISSION_DENIED: 104,
+  UNIMPLEMENTED: CniCode.unsupportedField,
+  INTERNAL: 999,
+};
+
+export function toCniError(err: unknown): CniError {
+  if (err instanceof CniError) return err;
+  if (err instanceof KnitError) return new CniError(err.details.cniCode ?? codeOf[err.code], err.message);
+  return new CniError(999, `knit internal error: ${(err as Error)?.message ?? String(err)}`);
+}
+
+export class CniFrontend {
+  constructor(private readonly service: SandboxService) {}
+
+  async handle(req: ShimRequest): Promise<CniAnswer> {
+    let version = '1.0.0';
+    try {
+      const conf = parsePluginConfig(req.config);
+      if (typeof conf.cniVersion === 'string') version = conf.cniVersion;
+      const v = negotiateVersion(conf);
+      version = v;
+      const out = await this.verb(req, conf, v);
+      return { exitCode: 0, stdout: out === undefined ? '' : `${JSON.stringify(out)}\n` };
+    } catch (err) {
+      return { exitCode: 1, stdout: `${JSON.stringify(errorObject(toCniError(err), version))}\n` };
+    }
+  }
+
+  private async verb(req: ShimRequest, conf: PluginConfig, v: CniVersion): Promise<object | undefined> {
+    switch (req.command) {
+      case 'ADD':
+        return this.add(req, conf, v);
+      case 'DEL':
+        return this.del(req);
+      case 'CHECK':
+        return this.check(req);
+      case 'STATUS':
+        return this.status(conf);
+      case 'GC':
+        return this.gc(conf);
+      case 'VERSION':
+        return { cniVersion: v, supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] };
+      default:
+        throw new CniError(CniCode.invalidEnv, `CNI_COMMAND ${JSON.stringify(req.command.slice(0, 20))} is not ADD, DEL, CHECK, STATUS, GC or VERSION`);
+    }
+  }
+
+  private async recorded(sandboxId: string) {
+    try {
+      return await this.service.query(sandboxId);
+    } catch (err) {
+      if (err instanceof KnitError && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+
+  private async add(req: ShimRequest, conf: PluginConfig, v: CniVersion): Promise<object> {
+    const args = parseCniArgs(req.args);
+    const pod = podSettings(conf);
+    const iface = {
+      name: req.ifname,
+      network: conf.network ?? '',
+      mac: pod.mac,
+      mtu: 0,
+      ips: pod.ips,
+      device: null,
+      binding: pod.binding,
+      default_route: false,
+    };
+    validateSandboxId(req.containerId, 'CNI_CONTAINERID');
+    const existing = await this.recorded(req.containerId);
+    let result: AttachResult;
+    if (!existing) {
+      const attach = validateAttach(
+        {
+          sandbox_id: req.containerId,
+          pod_name: args.get('K8S_POD_NAME') ?? '',
+          pod_namespace: args.get('K8S_POD_NAMESPACE') ?? '',
+          pod_uid: args.get('K8S_POD_UID') ?? '',
+          netns_path: req.netns,
+          runtime: pod.runtime.toUpperCase(),
+          interfaces: [iface],
+          port_mappings: pod.portMappings,
+          dns: null,
+          labels: { [CNI_NETWORK_LABEL]: conf.name ?? '', ...pod.labels(args) },
+          annotations: pod.annotations,
+        },
+        { rename: cniField },
+      );
+      result = await this.service.attach(attach);
+    } else if (existing.result && hasInterface(existing.result, req.ifname)) {
+      // A repeated ADD (a runtime retrying after a lost answer) gets the same result.
+      result = only(existing.result, req.ifname);
+    } else {
+      if (pod.portMappings.length) throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: only the first interface of a sandbox (${req.containerId.slice(0, 40)}) can map host ports`);
+      const add = validateAddInterface({ sandbox_id: req.containerId, interface: iface }, { rename: cniField });
+      result = only(await this.service.addInterface(add.sandboxId, add.iface as InterfaceRequest), req.ifname);
+    }
+    return appendToPrevResult(conf.prevResult, renderResult(result, v), v);
+  }
+
+  private async del(req: ShimRequest): Promise<undefined> {
+    if (!req.containerId) throw new CniError(CniCode.invalidEnv, 'CNI_CONTAINERID is required');
+    const existing = await this.recorded(req.containerId);
+    if (!existing) return undefined; // Nothing of it here: DEL succeeds (CNI spec).
+    const named = existing.request.interfaces.filter((i) => i.name !== req.ifname);
+    try {
+      if (named.length && named.length < existing.request.interfaces.length) await this.service.removeInterface(req.containerId, req.ifname);
+      else if (!named.length || !req.ifname) await this.service.detach(req.containerId);
+    } catch (err) {
+      if (err instanceof KnitError && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    }
+    return undefined;
+  }
+
+  private async check(req: ShimRequest): Promise<undefined> {
+    const report = await this.service.check(validateSandboxId(req.containerId, 'CNI_CONTAINERID'));
+    if (!report.ok) throw new CniError(100, `knit check of ${req.containerId.slice(0, 40)} found differences`, report.differences.join('; '));
+    return undefined;
+  }
+
+  private async status(conf: PluginConfig): Promise<undefined> {
+    const s = await this.service.nodeStatus();
+    const net = conf.network ? s.networks.find((n) => n.name === conf.network) : undefined;
+    if (conf.network && !net) throw new CniError(CniCode.pluginNotAvailable, `network ${JSON.stringify(conf.network.slice(0, 40))} is not configured in knit`);
+    if (!s.ready) throw new CniError(CniCode.pluginNotAvailable, `knit is not ready: ${s.reason} ${s.message}`.trim());
+    if (net && !net.ready) throw new CniError(CniCode.pluginNotAvailable, `knit network ${net.name} is not ready`);
+    return undefined;
+  }
+
+  /** Detaches this network's sandboxes that no valid attachment names (both keys in use). */
+  private async gc(conf: PluginConfig): Promise<undefined> {
+    const list = conf['cni.dev/valid-attachments'] ?? conf['cni.dev/attachments'];
+    if (!Array.isArray(list)) throw new CniError(CniCode.invalidConfig, 'cni.dev/valid-attachments: a list of {containerID, ifname} is required for GC');
+    const valid = new Set<string>();
+    list.forEach((a, i) => {
+      const id = (a as { containerID?: unknown })?.containerID;
+      if (typeof id !== 'string' || !id) throw new CniError(CniCode.invalidConfig, `cni.dev/valid-attachments[${i}].containerID is required`);
+      valid.add(id);
+    });
+    const mine = (await this.service.list()).filter((r) => r.request.labels[CNI_NETWORK_LABEL] === (conf.name ?? ''));
+    const errors: string[] = [];
+    for (const r of mine) {
+      if (valid.has(r.request.sandboxId)) continue;
+      await this.service.detach(r.request.sandboxId).catch((err: Error) => errors.push(`${r.request.sandboxId}: ${err.message}`));
+    }
+    if (errors.length) throw new CniError(CniCode.ioFailure, `GC could not remove ${errors.length} stale attachment(s)`, errors.join('; '));
+    return undefined;
+  }
+}
+
+function hasInterface(r: AttachResult, ifname: string): boolean {
+  return r.interfaces.some((i) => i.sandbox && i.name === ifname) || r.interfaces.some((i) => guestName(i) === ifname);
+}
+
+function guestName(i: AttachResult['interfaces'][number]): string | undefined {
+  return (i.handoff as { guest?: { name?: string } } | undefined)?.guest?.name;
+}
+
+/**
+ * The part of a sandbox's result that is about one CNI_IFNAME: its pod-side interface, the
+ * host device just before it (veth host end), their ips and routes' owner.
+ */
+export function only(r: AttachResult, ifname: string): AttachResult {
+  if (r.interfaces.filter((i) => i.sandbox || guestName(i)).length <= 1) return r;
+  const pod = r.interfaces.findIndex((i) => (i.sandbox && i.name === ifname) || guestName(i) === ifname);
+  if (pod < 0) return r;
+  const keep = pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!) ? [pod - 1, pod] : [pod];
+  const index = new Map(keep.map((k, n) => [k, n]));
+  return {
+    ...r,
+    interfaces: keep.map((k) => r.interfaces[k]!),
+    ips: r.ips.filter((ip) => index.has(ip.interface)).map((ip) => ({ ...ip, interface: index.get(ip.interface)! })),
+  };
+}

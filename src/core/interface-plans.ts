@@ -1,0 +1,102 @@
+// A sandbox's plan and result, built one interface at a time. Each interface's steps carry its
+// name and its share of the result is kept apart (a "part"), so an interface can be added to a
+// running sandbox, or taken out of it, without rebuilding the others. With several networks,
+// only one interface carries the default route: the one the request marks, else the first
+// (what Multus does with its cluster-default network).
+import type { InterfaceInput, NetworkSpec, PlannedIp, PrepareContext, Strategy } from '../../runtimes/types.js';
+import type { Step } from './plan.js';
+import type { InterfaceAllocation } from './record.js';
+import type { AttachRequest, AttachResult, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute } from './types.js';
+import { KnitError } from './errors.js';
+
+/** One interface's share of a sandbox's result, as its strategy answered it. */
+export interface InterfacePart {
+  ifname: string;
+  interfaces: ResultInterface[];
+  /** `interface` indexes this part's own interfaces. */
+  ips: PlannedIp[];
+  routes: ResultRoute[];
+  /** The network's DNS when the part was planned. */
+  dns?: DnsConfig;
+  /** The interface's device slot (InterfaceInput.slot). Absent: its position at Attach. */
+  slot?: number;
+}
+
+/** Index of the interface that gives the sandbox its default route. */
+export function defaultRouteIndex(interfaces: InterfaceRequest[], field = 'interfaces'): number {
+  const marked = interfaces.flatMap((ifc, i) => (ifc.defaultRoute ? [i] : []));
+  if (marked.length > 1) {
+    throw KnitError.invalid(`${field}[${marked[1]}].default_route`, `only one interface carries the default route, and ${field}[${marked[0]}] already does`);
+  }
+  return marked[0] ?? 0;
+}
+
+/** Plans the interfaces at `indices` of `req`: their steps (tagged with the interface name)
+ * and their parts. `allocations`, `networks` and `slots` run parallel to `indices`; without
+ * slots, an interface's slot is its index. */
+export async function planInterfaces(
+  strategy: Strategy,
+  req: AttachRequest,
+  indices: number[],
+  networks: NetworkSpec[],
+  allocations: InterfaceAllocation[],
+  ctx: PrepareContext,
+  defaultIndex: number,
+  slots: number[] = indices,
+): Promise<{ steps: Step[]; parts: InterfacePart[] }> {
+  const steps: Step[] = [];
+  const parts: InterfacePart[] = [];
+  for (const [k, i] of indices.entries()) {
+    const iface = req.interfaces[i];
+    const input: InterfaceInput = {
+      sandboxId: req.sandboxId, netnsPath: req.netnsPath, request: req, iface, network: networks[k], addresses: allocations[k].addresses,
+      defaultRoute: i === defaultIndex,
+      slot: slots[k],
+    };
+    if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
+    const plan = strategy.planInterface(input);
+    steps.push(...plan.steps.map((s) => ({ ...s, iface: iface.name })));
+    parts.push({ ifname: iface.name, interfaces: plan.interfaces, ips: plan.ips, routes: plan.routes, slot: slots[k], ...(networks[k].dns ? { dns: networks[k].dns } : {}) });
+  }
+  return { steps, parts };
+}
+
+/** The sandbox's result: every part's interfaces, addresses and routes in request order, and
+ * one DNS config merged from the request's and the networks'. */
+export function composeResult(req: AttachRequest, parts: InterfacePart[], defaultIfname?: string): AttachResult {
+  const result: AttachResult = { sandboxId: req.sandboxId, netnsPath: req.netnsPath, runtime: req.runtime, interfaces: [], ips: [], routes: [] };
+  for (const part of parts) {
+    const offset = result.interfaces.length;
+    result.interfaces.push(...part.interfaces);
+    result.ips.push(...part.ips.map((ip) => ({ ...ip, interface: ip.interface + offset })));
+    result.routes.push(...part.routes);
+  }
+  // The default network's resolvers answer first: its DNS is the pod's cluster DNS.
+  const byDefault = [...parts].sort((a, b) => Number(b.ifname === defaultIfname) - Number(a.ifname === defaultIfname));
+  const dns = mergeDns([req.dns, ...byDefault.map((p) => p.dns)]);
+  if (dns) result.dns = dns;
+  return result;
+}
+
+/** Merges DNS configs, earlier first: nameservers, search domains and options each once, in
+ * order; the first domain given. */
+export function mergeDns(configs: (DnsConfig | undefined)[]): DnsConfig | undefined {
+  const given = configs.filter((c): c is DnsConfig => !!c);
+  if (!given.length) return undefined;
+  const once = (lists: string[][]) => [...new Set(lists.flat())];
+  const domain = given.find((c) => c.domain)?.domain;
+  return {
+    nameservers: once(given.map((c) => c.nameservers)),
+    search: once(given.map((c) => c.search)),
+    options: once(given.map((c) => c.options)),
+    ...(domain ? { domain } : {}),
+  };
+}
+
+/** The lowest device slot no part holds (a part without one holds its position). */
+export function freeSlot(parts: InterfacePart[]): number {
+  const used = new Set(parts.map((p, k) => p.slot ?? k));
+  let n = 0;
+  while (used.has(n)) n++;
+  return n;
+}

@@ -1,0 +1,174 @@
+// knit-cni exec'd exactly as a container runtime execs a CNI plugin (env + config on stdin),
+// against a real daemon: every verb, results per cniVersion, errors as CNI error JSON, the
+// daemon down (code 11, DEL queued durably and carried out at the next start). Checked with
+// `ip -j -d`, ping, and knit's own records.
+import test from 'ava';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { startDaemon, cleanupDaemon, ipJson, pingFrom, hostLinks, podFactory, eventually, type Daemon } from '../helpers/daemon.js';
+import { uniquePrefix } from '../helpers/names.js';
+
+const P = uniquePrefix('cshm');
+const SUBNET = '10.171.1.0/24';
+const opts = { prefix: P, subnet: SUBNET };
+const SHIM = path.resolve('build', 'native', 'knit-cni');
+let d: Daemon | undefined;
+const { pod, netnsNames, ids, removeAll } = podFactory(P);
+
+test.before(async () => {
+  d = await startDaemon(opts);
+});
+
+test.after.always(async () => {
+  await cleanupDaemon(d, opts, ids);
+  removeAll();
+});
+
+const conf = (extra: object = {}) => ({
+  cniVersion: '1.0.0',
+  name: `${P}cni`,
+  type: 'knit',
+  network: `${P}net`,
+  socket: d!.dir + '/cni.sock',
+  deleteQueue: d!.dir + '/cni-delete-queue',
+  timeoutSeconds: 20,
+  ...extra,
+});
+
+function shim(command: string, env: { id?: string; netns?: string; ifname?: string; args?: string }, config: object) {
+  const r = spawnSync(SHIM, [], {
+    input: JSON.stringify(config),
+    encoding: 'utf8',
+    env: {
+      PATH: process.env.PATH,
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: env.id ?? '',
+      CNI_NETNS: env.netns ?? '',
+      CNI_IFNAME: env.ifname ?? 'eth0',
+      CNI_ARGS: env.args ?? '',
+      CNI_PATH: '/usr/lib/cni',
+    },
+  });
+  return { code: r.status, out: r.stdout ? (r.stdout.trim() ? JSON.parse(r.stdout) : undefined) : undefined, raw: r.stdout };
+}
+
+const knitLinksOf = (id: string) => hostLinks().filter((l) => l.ifalias?.includes(`sandbox=${id};`));
+/** Detach answers once the devices are harmless; the reaper deletes them just after. */
+const linksGone = (...ids: string[]) => eventually(() => ids.every((id) => knitLinksOf(id).length === 0), `links of ${ids.join(', ')} deleted`);
+
+test.serial('the shim is a static executable', (t) => {
+  const r = spawnSync('file', [SHIM], { encoding: 'utf8' });
+  t.regex(r.stdout, /statically linked/);
+});
+
+test.serial('VERSION answers without the daemon; supported versions include 1.1.0 and 0.3.1', (t) => {
+  const r = shim('VERSION', {}, { cniVersion: '1.0.0', socket: '/nonexistent/x.sock' });
+  t.is(r.code, 0);
+  t.deepEqual(r.out.supportedVersions, ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']);
+});
+
+test.serial('ADD attaches with the pod name from CNI_ARGS; the pod pings its gateway and the record shows; CHECK, STATUS pass; DEL leaves nothing', async (t) => {
+  const p = pod(1);
+  const add = shim('ADD', { id: p.id, netns: p.path, args: `IgnoreUnknown=1;K8S_POD_NAME=web;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=web;K8S_POD_UID=u1` }, conf());
+  t.is(add.code, 0, add.raw);
+  t.is(add.out.cniVersion, '1.0.0');
+  const podIf = add.out.interfaces.findIndex((i: any) => i.sandbox === p.path);
+  t.is(add.out.interfaces[podIf].name, 'eth0');
+  t.regex(add.out.ips[0].address, /^10\.171\.1\.\d+\/24$/);
+  t.is(add.out.ips[0].interface, podIf);
+  t.false('version' in add.out.ips[0], '1.0.0 ips carry no version');
+  const [eth0] = ipJson(['addr', 'show', 'dev', 'eth0'], p.ns);
+  t.true(eth0.addr_info.some((a: any) => `${a.local}/${a.prefixlen}` === add.out.ips[0].address));
+  t.is(eth0.address, add.out.interfaces[podIf].mac);
+  t.true(pingFrom(p.ns, '10.171.1.1'));
+  const q = await d!.call('Query', { sandbox_id: p.id });
+  t.is(q.sandbox.request.pod_name, 'web');
+  t.is(q.sandbox.request.pod_namespace, 'ns1');
+  t.is(q.sandbox.request.labels['knit.dev/cni-network'], `${P}cni`);
+
+  t.is(shim('CHECK', { id: p.id, netns: p.path }, conf({ prevResult: add.out })).code, 0);
+  t.is(shim('STATUS', {}, conf()).code, 0);
+  // A repeated ADD answers the same addresses.
+  t.is(shim('ADD', { id: p.id, netns: p.path }, conf()).out.ips[0].address, add.out.ips[0].address);
+
+  t.is(shim('DEL', { id: p.id, netns: p.path }, conf()).code, 0);
+  await t.throwsAsync(d!.call('Query', { sandbox_id: p.id }));
+  await linksGone(p.id);
+  t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname), ['lo']);
+  // DEL again, and DEL with the netns gone, succeed.
+  t.is(shim('DEL', { id: p.id, netns: '' }, conf()).code, 0);
+});
+
+test.serial('results follow the cniVersion asked: 0.4.0 ips carry "version", 1.1.0 interfaces carry mtu; cniVersions picks the newest known', (t) => {
+  const p = pod(2);
+  const old = shim('ADD', { id: p.id, netns: p.path }, conf({ cniVersion: '0.4.0' }));
+  t.is(old.code, 0, old.raw);
+  t.is(old.out.cniVersion, '0.4.0');
+  t.is(old.out.ips[0].version, '4');
+  t.is(shim('DEL', { id: p.id, netns: p.path }, conf()).code, 0);
+  const p3 = pod(3);
+  const neu = shim('ADD', { id: p3.id, netns: p3.path }, conf({ cniVersion: undefined, cniVersions: ['1.0.0', '1.1.0', '9.9.9'] }));
+  t.is(neu.code, 0, neu.raw);
+  t.is(neu.out.cniVersion, '1.1.0');
+  t.true(neu.out.interfaces.some((i: any) => i.mtu === 1500));
+  t.is(shim('DEL', { id: p3.id, netns: p3.path }, conf()).code, 0);
+});
+
+test.serial('errors are CNI error JSON with the code that fits and the field named', (t) => {
+  const p = pod(4);
+  const badVersion = shim('ADD', { id: p.id, netns: p.path }, conf({ cniVersion: '0.1.0' }));
+  t.is(badVersion.code, 1);
+  t.is(badVersion.out.code, 1);
+  const badMac = shim('ADD', { id: p.id, netns: p.path }, conf({ runtimeConfig: { mac: 'zz' } }));
+  t.is(badMac.out.code, 7);
+  t.regex(badMac.out.msg, /runtimeConfig\.mac/);
+  const bw = shim('ADD', { id: p.id, netns: p.path }, conf({ runtimeConfig: { bandwidth: { ingressRate: 1000, ingressBurst: 1000 } } }));
+  t.is(bw.out.code, 2);
+  t.regex(bw.out.msg, /runtimeConfig\.bandwidth/);
+  const badRuntime = shim('ADD', { id: p.id, netns: p.path }, conf({ runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'knit.dev/runtime': 'lxc' } } }));
+  t.is(badRuntime.out.code, 7);
+  t.regex(badRuntime.out.msg, /knit\.dev\/runtime/);
+  const noNetns = shim('CHECK', { id: `${P}none`, netns: p.path }, conf());
+  t.is(noNetns.out.code, 3);
+  // Nothing was made by the refused calls.
+  t.deepEqual(knitLinksOf(p.id), []);
+});
+
+test.serial('GC removes this network\'s sandboxes missing from the valid list, under either key', async (t) => {
+  const a = pod(5);
+  const b = pod(6);
+  t.is(shim('ADD', { id: a.id, netns: a.path }, conf()).code, 0);
+  t.is(shim('ADD', { id: b.id, netns: b.path }, conf()).code, 0);
+  const gc = shim('GC', {}, conf({ cniVersion: '1.1.0', 'cni.dev/valid-attachments': [{ containerID: a.id, ifname: 'eth0' }] }));
+  t.is(gc.code, 0, gc.raw);
+  await t.throwsAsync(d!.call('Query', { sandbox_id: b.id }));
+  t.truthy(await d!.call('Query', { sandbox_id: a.id }));
+  t.is(shim('GC', {}, conf({ cniVersion: '1.1.0', 'cni.dev/attachments': [] })).code, 0);
+  await t.throwsAsync(d!.call('Query', { sandbox_id: a.id }));
+  await linksGone(a.id, b.id);
+  t.pass();
+});
+
+test.serial('daemon down: STATUS and ADD fail with code 11 naming the socket; DEL is queued durably and done at the next start', async (t) => {
+  const p = pod(7);
+  const add = shim('ADD', { id: p.id, netns: p.path }, conf());
+  t.is(add.code, 0, add.raw);
+  await d!.stop();
+  const status = shim('STATUS', {}, conf());
+  t.is(status.out.code, 11);
+  t.true(status.out.msg.includes(conf().socket));
+  const p8 = pod(8);
+  t.is(shim('ADD', { id: p8.id, netns: p8.path }, conf()).out.code, 11);
+  const del = shim('DEL', { id: p.id, netns: p.path }, conf());
+  t.is(del.code, 0, del.raw);
+  const queue = conf().deleteQueue;
+  t.is(readdirSync(queue).filter((n) => n.endsWith('.json')).length, 1);
+  t.true(knitLinksOf(p.id).length > 0, 'still attached while the daemon is down');
+  d = await d!.restart();
+  t.deepEqual(readdirSync(queue), [], d.logs.filter((l) => l.includes('CNI')).join('\n'));
+  await t.throwsAsync(d.call('Query', { sandbox_id: p.id }));
+  await linksGone(p.id);
+  t.is(shim('STATUS', {}, conf()).code, 0);
+  t.false(existsSync(path.join(queue, 'x')));
+});
