@@ -6,7 +6,7 @@ import type { NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types
 import { KnitError, CniCode, asKnitError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError, type ActionRunner, type Failpoint } from './executor.js';
-import { type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
@@ -162,7 +162,7 @@ export class SandboxManager implements SandboxService {
     const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: 1, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
+      version: SANDBOX_RECORD_VERSION, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change

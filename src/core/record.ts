@@ -16,8 +16,13 @@ export interface InterfaceAllocation {
   static: boolean;
 }
 
+/** The sandbox record format this knit writes and the newest it reads. Bump it when a change
+ * would make an older knit misread a record; the store then refuses the older knit's start
+ * over newer records (see OpenOptions.formatVersion) instead of half-reading them. */
+export const SANDBOX_RECORD_VERSION = 1;
+
 export interface SandboxRecord {
-  version: 1;
+  version: typeof SANDBOX_RECORD_VERSION;
   sandboxId: string;
   state: Exclude<AttachmentState, 'failed'>;
   request: AttachRequest;

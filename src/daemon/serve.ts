@@ -15,7 +15,7 @@ import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { ensureNetwork, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../core/names.js';
-import type { SandboxRecord } from '../core/record.js';
+import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
 import type { Extension } from '../core/types.js';
 import { startApiServer } from '../api/server.js';
 import { callExtension } from '../api/extension-client.js';
@@ -56,7 +56,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await mkdir(config.runDir, { recursive: true, mode: 0o700 });
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
   const storeProblem = (p: { file: string; reason: string }) => log.warn(p, 'record store');
-  const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, { onProblem: storeProblem });
+  const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, {
+    onProblem: storeProblem,
+    formatVersion: SANDBOX_RECORD_VERSION,
+  });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
   const { beforeCniAdd, ...planFailpoints } = failpointsFromEnv(process.env, log);

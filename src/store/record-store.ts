@@ -28,10 +28,36 @@ export interface StoreProblem {
 export interface OpenOptions {
   /** Called for each skipped file as it is found (for the log); they are also in .problems. */
   onProblem?(problem: StoreProblem): void;
+  /** The newest record format this code reads (the documents' numeric `version` field). A
+   * record of a newer format was written by a newer knit: open() refuses the whole store
+   * rather than skip it (a skipped record's devices would look like leftovers to be swept)
+   * or read it in part. */
+  formatVersion?: number;
 }
 
 /** Files read at once during open(): enough to overlap I/O, few enough to stay far from EMFILE. */
 const LOAD_CONCURRENCY = 32;
+
+/** Throws when any record's format `version` is newer than `readable`. */
+function refuseNewerRecords(dir: string, docs: ReadonlyMap<string, unknown>, readable: number): void {
+  const newer: string[] = [];
+  let newest = readable;
+  for (const [id, doc] of docs) {
+    const version = (doc as { version?: unknown } | null)?.version;
+    if (typeof version === 'number' && version > readable) {
+      newer.push(id);
+      newest = Math.max(newest, version);
+    }
+  }
+  if (!newer.length) return;
+  const some = newer.slice(0, 3).map((id) => JSON.stringify(id)).join(', ') + (newer.length > 3 ? `, and ${newer.length - 3} more` : '');
+  throw new KnitError(
+    'FAILED_PRECONDITION',
+    `${dir} holds ${newer.length} record(s) in format version ${newest}, written by a newer knit; ` +
+      `this knit reads format version ${readable} at most and will not start over them (${some}). ` +
+      'Run the newer knit again (or detach its sandboxes with it) before downgrading.',
+  );
+}
 
 export class RecordStore<T> {
   private readonly docs = new Map<string, T>();
@@ -79,6 +105,7 @@ export class RecordStore<T> {
       await Promise.all(entries.slice(i, i + LOAD_CONCURRENCY).map(load));
     }
     if (removedTmp) await fsyncDir(dir);
+    if (options.formatVersion !== undefined) refuseNewerRecords(dir, store.docs, options.formatVersion);
     return store;
   }
 

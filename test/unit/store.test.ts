@@ -194,3 +194,19 @@ test('open creates a missing directory tree (private to root)', async (t) => {
   t.is(store.size, 0);
   t.is((await stat(nested)).mode & 0o777, 0o700);
 });
+
+test('open() with formatVersion refuses a store holding a record of a newer format, naming it', async (t) => {
+  const dir = await tempDir(t, 'format');
+  await writeFile(path.join(dir, fileNameOf('old')), JSON.stringify({ version: 1, v: 'a' }));
+  await writeFile(path.join(dir, fileNameOf('new')), JSON.stringify({ version: 3, v: 'b' }));
+  const err = await t.throwsAsync(RecordStore.open(dir, undefined, { formatVersion: 2 }), { instanceOf: KnitError });
+  t.is(err!.code, 'FAILED_PRECONDITION');
+  t.regex(err!.message, /1 record\(s\) in format version 3, written by a newer knit; this knit reads format version 2 at most/);
+  t.regex(err!.message, /"new"/);
+  t.notRegex(err!.message, /"old"/);
+  // Refusing wrote nothing: both files are as they were.
+  t.deepEqual((await readdir(dir)).sort(), [fileNameOf('new'), fileNameOf('old')].sort());
+  // The same store opens for code that reads format 3, and without the option.
+  t.is((await RecordStore.open(dir, undefined, { formatVersion: 3 })).size, 2);
+  t.is((await RecordStore.open(dir)).size, 2);
+});
