@@ -27,6 +27,7 @@ const defaultCniCode: Partial<Record<KnitErrorCode, number>> = {
   NOT_FOUND: CniCode.containerUnknown,
   INVALID_ARGUMENT: CniCode.invalidConfig,
   UNAVAILABLE: CniCode.tryAgainLater,
+  UNIMPLEMENTED: CniCode.unsupportedField,
 };
 
 export function grpcCodeOf(code: KnitErrorCode): grpc.status {

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { KnitError } from '../core/errors.js';
 import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../core/types.js';
 import * as rules from './rules.js';
+import { applyBandwidthAnnotations, bandwidthSchema } from './bandwidth.js';
 import { fromStruct, type StructMsg } from './struct.js';
 import type { WireAttachRequest } from './wire-types.js';
 
@@ -132,6 +133,7 @@ const iface = z
     device,
     binding: stringMap.default({}),
     default_route: z.boolean().default(false),
+    bandwidth: bandwidthSchema,
   })
   .transform((i): InterfaceRequest => {
     const out: InterfaceRequest = { name: i.name };
@@ -142,6 +144,7 @@ const iface = z
     if (i.device) out.device = i.device;
     if (Object.keys(i.binding).length) out.binding = i.binding;
     if (i.default_route) out.defaultRoute = true;
+    if (i.bandwidth) out.bandwidth = i.bandwidth;
     return out;
   });
 
@@ -246,7 +249,16 @@ function parse<S extends z.ZodType>(schema: S, input: unknown, opts: ValidateOpt
 
 export function validateAttach(wire: Partial<WireAttachRequest> | null | undefined, opts?: ValidateOptions): AttachRequest {
   if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
-  return parse(attachSchema, wire, opts);
+  const req = parse(attachSchema, wire, opts);
+  try {
+    req.interfaces = applyBandwidthAnnotations(req.interfaces, req.annotations);
+  } catch (err) {
+    if (!(err instanceof KnitError) || !err.details.field) throw err;
+    const field = err.details.field;
+    const renamed = (opts?.prefix ?? '') + (opts?.rename ? opts.rename(field) : field);
+    throw KnitError.invalid(renamed, err.message.slice(field.length + 2));
+  }
+  return req;
 }
 
 export function validateSandboxId(value: unknown, field = 'sandbox_id'): string {

@@ -23,7 +23,16 @@ export interface WireInterfaceRequest {
   ips: string[];
   device: WireDeviceRef | null;
   binding: Record<string, string>;
+  bandwidth?: WireBandwidth | null;
   default_route: boolean;
+}
+
+/** uint64 fields arrive as decimal strings (loaderOptions.longs = String). */
+export interface WireBandwidth {
+  ingress_rate: string | number;
+  ingress_burst: string | number;
+  egress_rate: string | number;
+  egress_burst: string | number;
 }
 
 export interface WirePortMapping {

@@ -10,12 +10,21 @@ export interface WireInterfaceFlag {
   ips: string[];
   binding: Record<string, string>;
   device?: { bdf?: string; netdev?: string; pool?: string; device?: string };
+  bandwidth?: Record<string, string>;
   default_route?: boolean;
 }
 
+/** `--if` keys for InterfaceRequest.bandwidth (bits per second, bits). */
+const BANDWIDTH_KEYS: Record<string, string> = {
+  'ingress-rate': 'ingress_rate',
+  'ingress-burst': 'ingress_burst',
+  'egress-rate': 'egress_rate',
+  'egress-burst': 'egress_burst',
+};
+
 const DEVICE_KEYS = new Set(['bdf', 'netdev', 'pool', 'device']);
 
-/** `--if name[,network=..,mac=..,mtu=..,ip=..,ip=..,binding.K=V,bdf=..,netdev=..,pool=..,device=..,default]` */
+/** `--if name[,network=..,mac=..,mtu=..,ip=..,ip=..,binding.K=V,bdf=..,netdev=..,pool=..,device=..,ingress-rate=..,egress-rate=..(+ -burst),default]` */
 export function parseInterface(spec: string): WireInterfaceFlag {
   const parts = spec.split(',');
   const out: WireInterfaceFlag = { name: '', ips: [], binding: {} };
@@ -42,8 +51,14 @@ export function parseInterface(spec: string): WireInterfaceFlag {
       out.mtu = Number(value);
     } else if (key.startsWith('binding.') && key.length > 'binding.'.length) out.binding[key.slice('binding.'.length)] = value;
     else if (DEVICE_KEYS.has(key)) out.device = { ...out.device, [key]: value };
+    else if (key in BANDWIDTH_KEYS) {
+      if (!/^\d+$/.test(value)) throw invalidArgument(`--if ${spec}: ${key}=${value} is not a number of bits`);
+      out.bandwidth = { ...out.bandwidth, [BANDWIDTH_KEYS[key]!]: value };
+    }
     else {
-      throw usageError(`--if ${spec}: unknown key "${key}" (known: network, mac, mtu, ip, binding.<key>, bdf, netdev, pool, device, and the flag default)`);
+      throw usageError(
+        `--if ${spec}: unknown key "${key}" (known: network, mac, mtu, ip, binding.<key>, bdf, netdev, pool, device, ingress-rate, ingress-burst, egress-rate, egress-burst, and the flag default)`,
+      );
     }
   });
   return out;

@@ -132,13 +132,13 @@ export async function addInterface(hc: HotplugContext, sandboxId: string, iface:
       });
       throw failure;
     }
-    const done: SandboxRecord = { ...record, pending: undefined, updatedAt: new Date().toISOString() };
+    const { pending: _finished, ...rest } = record;
+    const done: SandboxRecord = { ...rest, updatedAt: new Date().toISOString() };
     if (parts !== record.parts) {
       // A CNI chain answered with the interface's names and addresses.
       done.parts = parts;
       done.result = composeResult(record.request, parts, record.request.interfaces[defaultRouteIndex(record.request.interfaces)].name);
     }
-    delete done.pending;
     try {
       await hc.records.put(sandboxId, done);
     } catch (err) {
@@ -189,15 +189,14 @@ export function withoutInterface(rec: SandboxRecord, ifname: string): SandboxRec
 }
 
 export async function removeInterface(hc: HotplugContext, sandboxId: string, name: string): Promise<AttachResult | undefined> {
-  const current = hc.records.get(sandboxId);
-  if (!current) return undefined; // idempotent: the whole sandbox is gone
+  if (!hc.records.get(sandboxId)) return undefined; // idempotent: the whole sandbox is gone
   const rec = attachedRecord(hc, sandboxId, 'remove an interface');
   if (!rec.request.interfaces.some((x) => x.name === name)) return undefined; // idempotent
   if (rec.pending && rec.pending.ifname !== name) {
     throw new KnitError('FAILED_PRECONDITION', `sandbox ${sandboxId}: ${rec.pending.op} of interface ${rec.pending.ifname} is unfinished; RemoveInterface ${rec.pending.ifname} (or Detach) finishes it`, { field: 'name' });
   }
   const dflt = rec.request.interfaces[defaultRouteIndex(rec.request.interfaces)].name;
-  if (name === dflt && !rec.pending) {
+  if (name === dflt) {
     throw new KnitError('FAILED_PRECONDITION', `name: ${name} carries the default route of sandbox ${sandboxId}; Detach the sandbox to remove it`, { field: 'name' });
   }
   const record: SandboxRecord = { ...rec, pending: { op: 'remove', ifname: name }, updatedAt: new Date().toISOString() };

@@ -120,6 +120,7 @@ export class SandboxManager implements SandboxService {
     }
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
+    refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
 
     const netns = this.deps.netns.identify(req.netnsPath);
@@ -286,6 +287,7 @@ export class SandboxManager implements SandboxService {
   }
 
   async addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult> {
+    refuseBandwidth([iface], 'interface');
     const { result, changed } = await this.locks.run(sandboxId, () => addInterface(this.hotplug(), sandboxId, iface));
     if (changed) this.events.emit('event', { type: 'interface-added', sandboxId, result } satisfies WatchEvent);
     return this.deps.handoff?.decorate(result) ?? result;
@@ -297,6 +299,7 @@ export class SandboxManager implements SandboxService {
   }
 
   async planAddInterface(sandboxId: string, iface: InterfaceRequest) {
+    refuseBandwidth([iface], 'interface');
     return planAddInterface(this.hotplug(), sandboxId, iface);
   }
 
@@ -453,6 +456,7 @@ export class SandboxManager implements SandboxService {
   async plan(req: AttachRequest) {
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
+    refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
@@ -486,3 +490,11 @@ function view(r: SandboxRecord): SandboxRecordView {
 }
 
 export type { Op, OpResult };
+
+/** Bandwidth limits are accepted by the API but not yet enforced: say so instead of ignoring them. */
+function refuseBandwidth(interfaces: InterfaceRequest[], field = 'interfaces[i]'): void {
+  const index = interfaces.findIndex((i) => i.bandwidth);
+  if (index < 0) return;
+  const name = `${field.replace('[i]', `[${index}]`)}.bandwidth`;
+  throw new KnitError('UNIMPLEMENTED', `${name}: rate limits are not enforced by this knit yet`, { field: name });
+}

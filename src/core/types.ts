@@ -30,8 +30,16 @@ export interface InterfaceRequest {
   device?: { bdf?: string; netdev?: string; pool?: string; name?: string; parameters?: unknown };
   /** Strategy options, e.g. {"mode":"tcfilter"} for kata, {"binding":"masquerade"} for kubevirt. */
   binding?: Record<string, string>;
+  /** Rate limits (bits per second, bursts in bits); see src/api/bandwidth.ts. */
+  bandwidth?: Bandwidth;
   /** This interface's network gives the sandbox its default route (else the first's does). */
   defaultRoute?: boolean;
+}
+
+/** One direction is limited when its rate is set; the burst is then always filled in. */
+export interface Bandwidth {
+  ingress?: { rate: number; burst: number };
+  egress?: { rate: number; burst: number };
 }
 
 export interface AttachRequest {

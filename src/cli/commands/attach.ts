@@ -21,7 +21,7 @@ const attachOptions = {
 } as const;
 
 const attachUsage =
-  '--id SANDBOX_ID --netns PATH [--runtime runc|kata|kubevirt] [--if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,...,default]]... ' +
+  '--id SANDBOX_ID --netns PATH [--runtime runc|kata|kubevirt] [--if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,ingress-rate=BITS,egress-rate=BITS,...,default]]... ' +
   '[--pod NAMESPACE/NAME] [--uid POD_UID] [--port [HOSTIP:]HOSTPORT:PORT[/PROTO]]... [--label K=V]... [--annotation K=V]... ' +
   '[--nameserver IP]... [--search DOMAIN]...';
 
