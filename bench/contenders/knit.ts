@@ -16,10 +16,15 @@ import { bridgeHostLocal, keepHostForwarding } from './cni.js';
 
 export type ClientKind = 'grpc-js' | 'c-core';
 
+/** How a sandbox reaches the daemon: an RPC, or knit-cni exec'd per ADD and DEL as a CNI runtime does. */
+export type Path = 'rpc' | 'shim';
+
+
 /** knit's own bridge network, or the same bridge + host-local as a CNI chain knit executes. */
 export type NetworkKind = 'bridge' | 'cni';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const SHIM = path.join(repoRoot, 'build', 'native', 'knit-cni');
 
 /** The network name the bench config defines. */
 const NETWORK = 'bench';
@@ -56,7 +61,17 @@ export class KnitContender implements Contender {
   private ccore?: CCoreClient;
   private restoreForwarding?: () => void;
 
-  constructor(private readonly clientKind: ClientKind = 'grpc-js', private readonly networkKind: NetworkKind = 'bridge') {
+  constructor(
+    private readonly clientKind: ClientKind = 'grpc-js',
+    private readonly networkKind: NetworkKind = 'bridge',
+    private readonly via: Path = 'rpc',
+  ) {
+    if (via === 'shim') {
+      this.name = 'knit-shim';
+      this.label = 'knit via knit-cni (exec\'d per ADD/DEL as a CNI runtime does)';
+      this.flavors = ['runc'];
+      return;
+    }
     if (networkKind === 'cni') {
       this.name = 'knit-cni';
       this.label = 'knit (gRPC) on a CNI chain: bridge+host-local';
@@ -98,11 +113,21 @@ export class KnitContender implements Contender {
   }
 
   async attach(sb: Sandbox, flavor: Flavor): Promise<number | void> {
+    if (this.via === 'shim') return this.shim('ADD', sb);
     return this.call('Attach', attachRequest(sb, flavor), sb);
   }
 
   async detach(sb: Sandbox): Promise<number | void> {
+    if (this.via === 'shim') return this.shim('DEL', sb);
     return this.call('Detach', { sandbox_id: sb.id, netns_path: sb.netnsPath }, sb);
+  }
+
+  /** One knit-cni process, env and stdin exactly as a runtime passes them. */
+  private async shim(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
+    const config = JSON.stringify({ cniVersion: '1.0.0', name: `${this.prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(this.scratch, 'cni.sock') });
+    const env = { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: sb.id, CNI_NETNS: sb.netnsPath, CNI_IFNAME: sb.ifname, CNI_PATH: '/usr/lib/cni' };
+    const r = await exec(SHIM, [], { input: config, env, allowFailure: true });
+    if (r.code !== 0) throw new Error(`knit-cni ${command} ${sb.id}: exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
   }
 
   private async call(method: string, req: object, sb: Sandbox): Promise<number | void> {
@@ -169,6 +194,8 @@ function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): obj
     stateDir: path.join(ctx.scratch, 'state'),
     netnsDir: path.join(ctx.scratch, 'netns'),
     handoffSocket: path.join(ctx.scratch, 'handoff.sock'),
+    cniSocket: path.join(ctx.scratch, 'cni.sock'),
+    cniDeleteQueue: path.join(ctx.scratch, 'cni-delete-queue'),
     instance: ctx.prefix,
     logLevel: 'info', // the shipped default: logging is part of what a real attach costs
     networks: [network],

@@ -172,3 +172,23 @@ test.serial('daemon down: STATUS and ADD fail with code 11 naming the socket; DE
   t.is(shim('STATUS', {}, conf()).code, 0);
   t.false(existsSync(path.join(queue, 'x')));
 });
+
+test.serial('daemon killed with -9 mid-ADD: the shim answers 11, the runtime\'s DEL is queued, the next start leaves nothing', async (t) => {
+  await d!.stop();
+  d = await d!.restart({ KNIT_FAILPOINT: 'attach:2' });
+  const p = pod(9);
+  const add = shim('ADD', { id: p.id, netns: p.path }, conf());
+  t.is(add.out.code, 11, add.raw);
+  t.regex(add.out.msg, /gave no answer/);
+  await d.exited;
+  t.true(knitLinksOf(p.id).length > 0, 'the half-done attach left devices for the repair');
+  // What a runtime does after a failed ADD.
+  t.is(shim('DEL', { id: p.id, netns: p.path }, conf()).code, 0);
+  d = await d.restart({});
+  await t.throwsAsync(d.call('Query', { sandbox_id: p.id }));
+  await linksGone(p.id);
+  const status = await d.call('NodeStatus', {});
+  t.is(Number(status.networks.find((n: any) => n.name === `${P}net`).pools[0].used), 0, 'no address held');
+  t.deepEqual(readdirSync(conf().deleteQueue), []);
+  t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname), ['lo']);
+});
