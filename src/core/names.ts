@@ -61,3 +61,11 @@ export function podMac(ipv4: string | undefined, sandboxId: string, ifname: stri
     : [0x0e, ...Buffer.from(digest(sandboxId, ifname).slice(0, 10), 'hex')];
   return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
 }
+
+/** The bridge's own MAC, set explicitly: otherwise the kernel gives a bridge the lowest MAC of
+ * its ports and changes it when that port leaves, and every pod's cached gateway MAC goes
+ * stale (README "A gateway MAC that never moves"). Derived like podMac from the gateway
+ * address, so it survives restarts and a re-made bridge. */
+export function gatewayMac(network: string, gatewayV4: string | undefined): string {
+  return podMac(gatewayV4, `${instance}\0network`, network);
+}

@@ -4,7 +4,7 @@
 // network has no host side of knit's: its plugins must exist and speak the list's version.
 import type { ActionRunner } from './executor.js';
 import type { NetworkSpec } from '../../runtimes/types.js';
-import { networkAliasTag } from './names.js';
+import { gatewayMac, networkAliasTag } from './names.js';
 import { ensureChain } from '../cni-exec/network.js';
 
 const prefixOf = (cidr: string) => cidr.split('/')[1];
@@ -22,10 +22,13 @@ export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Pro
   if (existing && existing.alias !== tag) {
     throw new Error(`a link named ${net.bridge} exists and knit did not create it (alias "${existing.alias ?? ''}"); knit will not use or change it`);
   }
+  // Setting the address, even to the value it has, pins it: a bridge knit found at start-up
+  // (made by an older knit) stops following its ports too.
+  const mac = gatewayMac(net.name, net.ipv4?.gateway);
   if (!existing) {
-    await runner.runOps(undefined, [{ op: 'link.add', kind: 'bridge', name: net.bridge, alias: tag, mtu: net.mtu, up: true }]);
+    await runner.runOps(undefined, [{ op: 'link.add', kind: 'bridge', name: net.bridge, alias: tag, mtu: net.mtu, mac, up: true }]);
   } else {
-    await runner.runOps(undefined, [{ op: 'link.set', link: net.bridge, up: true }]);
+    await runner.runOps(undefined, [{ op: 'link.set', link: net.bridge, mac, up: true }]);
   }
   const want = [
     net.ipv4 && `${net.ipv4.gateway}/${prefixOf(net.ipv4.subnet)}`,
