@@ -7,8 +7,13 @@
 //                                       eth0, on the default network; runtime from
 //                                       extradata["runtime"] (runc when absent)
 //   DetachInterface / DetachNetwork  -> detach (a sandbox knit does not know is already detached)
-//   QueryPodNetwork                  -> query -> ipconfigs {ifname: {ip[], mac}}
-//   CreateNetwork / DeleteNetwork    -> createNetns / deleteNetns (core decides what it owns)
+//   QueryPodNetwork                  -> query -> ipconfigs {ifname: {ip[], mac}}; an empty answer
+//                                       for a pod knit does not hold, as the POC answers
+//   CreateNetwork / DeleteNetwork    -> createNetns / deleteNetns (core decides what it owns);
+//                                       DeleteNetwork first detaches the sandbox it names (a
+//                                       runtime that owns the netns may never call Detach)
+// Pod IPs are bare addresses ("10.0.0.2"), as the POC server prints them: its kubelet parses
+// each entry as an IP and its containerd copies it into the CRI pod IP.
 //   SetupNodeNetwork                 -> nothing to do
 //   QueryNodeNetworks                -> nodeStatus().networks
 // Requests may name the pod by (name, namespace) instead of id where the POC allowed it.
@@ -32,6 +37,10 @@ export interface KniOptions {
    * neither the request nor a record names the path.
    */
   deleteNetns?: (idOrPath: string) => Promise<void>;
+  /** Remembers that the sandbox lives in the netns at path, so DeleteNetwork{id} finds it later. */
+  claimNetns?: (path: string, sandboxId: string) => Promise<void>;
+  /** Whether knit pinned the netns at path (CreateNetwork). */
+  isPinned?: (path: string) => boolean | Promise<boolean>;
   /** Where CreateNetwork pins namespaces when the request gives no prefix. */
   defaultNetnsDir: string;
 }
@@ -109,7 +118,9 @@ export function toKnitAttach(req: KniAttach) {
 function kniIpconfigs(result: AttachResult | undefined) {
   const out: Record<string, { ip: string[]; mac: string; extradata: Record<string, string> }> = {};
   if (!result) return out;
-  for (const [name, cfg] of Object.entries(ipconfigsOf(result))) out[name] = { ...cfg, extradata: {} };
+  for (const [name, cfg] of Object.entries(ipconfigsOf(result))) {
+    out[name] = { ...cfg, ip: cfg.ip.map((cidr) => cidr.split('/')[0]), extradata: {} };
+  }
   return out;
 }
 
@@ -156,8 +167,18 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
 
   const attach = call('AttachInterface', async (req: KniAttach) => {
     const result = await service.attach(toKnitAttach(req));
+    await opts.claimNetns?.(result.netnsPath, result.sandboxId);
     return { ipconfigs: kniIpconfigs(result), extradata: { netns: result.netnsPath, sandbox_id: result.sandboxId } };
   });
+
+  /** Detach, treating a sandbox knit does not hold as detached already (like CNI DEL). */
+  async function detachQuietly(id: string, netnsPath?: string): Promise<void> {
+    try {
+      await service.detach(id, netnsPath);
+    } catch (err) {
+      if (!(err instanceof KnitError && err.code === 'NOT_FOUND')) throw err;
+    }
+  }
 
   const detach = call('DetachInterface', async (req: KniDetach) => {
     const id = await sandboxIdOf(req);
@@ -167,14 +188,31 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
       const problem = rules.netnsPathProblem(netns.path);
       if (problem) throw KnitError.invalid(netns.field, problem);
     }
-    try {
-      await service.detach(id, netns.path || undefined);
-    } catch (err) {
-      // Detach is idempotent (CNI DEL): a sandbox knit does not know needs no cleanup.
-      if (!(err instanceof KnitError && err.code === 'NOT_FOUND')) throw err;
-    }
+    await detachQuietly(id, netns.path || undefined);
     return {};
   });
+
+  /** Detaches the sandbox a DeleteNetwork names (by id, by name, or living in netns_path);
+   * answers the netns paths those sandboxes were in. */
+  async function detachSandboxesOf(req: { id: string; name: string; namespace: string; netns_path: string }): Promise<string[]> {
+    const ids = new Set<string>();
+    if (req.id) ids.add(validateSandboxId(req.id, 'id'));
+    else if (req.name) {
+      const id = await sandboxIdOf(req);
+      if (id) ids.add(id);
+    }
+    if (req.netns_path) {
+      for (const r of await service.list()) if (r.request.netnsPath === req.netns_path) ids.add(r.request.sandboxId);
+    }
+    const paths: string[] = [];
+    for (const id of ids) {
+      const netns = await recordedNetns(id);
+      if (netns === undefined) continue;
+      await detachQuietly(id);
+      paths.push(netns);
+    }
+    return paths;
+  }
 
   return {
     AttachInterface: attach,
@@ -184,8 +222,11 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
 
     QueryPodNetwork: call('QueryPodNetwork', async (req: KniPodRef) => {
       const id = await sandboxIdOf(req);
-      if (!id) throw new KnitError('NOT_FOUND', `no sandbox recorded for pod ${req.namespace}/${req.name}`, { field: 'name' });
-      const view = await service.query(id);
+      const view = id ? await service.query(id).catch((err) => {
+        if (err instanceof KnitError && err.code === 'NOT_FOUND') return undefined;
+        throw err;
+      }) : undefined;
+      if (!view) return { ipconfigs: {}, extradata: {} };
       return {
         ipconfigs: kniIpconfigs(view.result),
         extradata: { netns: view.request.netnsPath, state: view.state, sandbox_id: id },
@@ -213,16 +254,20 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
         if (!opts.deleteNetns) {
           throw new KnitError('FAILED_PRECONDITION', 'DeleteNetwork: this knit daemon was started without network namespace creation');
         }
+        // The sandbox on that network goes first: its devices, addresses and record.
+        const detached = await detachSandboxesOf(req);
         let target: string;
         if (req.netns_path) {
           const problem = rules.netnsPathProblem(req.netns_path);
           if (problem) throw KnitError.invalid('netns_path', problem);
           target = req.netns_path;
+          // A netns the runtime made is the runtime's to delete: the network in it is gone.
+          if (detached.includes(target) && !(await opts.isPinned?.(target))) return {};
         } else if (req.id) {
           // As libkni: the netns recorded for the sandbox; the bare id when no record is left
           // (deleteNetns then decides from what it remembers creating).
           const id = validateSandboxId(req.id, 'id');
-          target = (await recordedNetns(id)) ?? (req.name ? `${opts.defaultNetnsDir}/${netnsFileName(req)}` : id);
+          target = detached[0] ?? (await recordedNetns(id)) ?? (req.name ? `${opts.defaultNetnsDir}/${netnsFileName(req)}` : id);
         } else if (req.name) {
           target = `${opts.defaultNetnsDir}/${netnsFileName(req)}`;
         } else if (req.extradata?.netns) {

@@ -27,6 +27,9 @@ export interface ApiServerOptions {
   createNetns?: (path: string) => Promise<void>;
   /** KNI DeleteNetwork: delete the netns knit created for this sandbox id or netns path. */
   deleteNetns?: (idOrPath: string) => Promise<void>;
+  /** KNI AttachInterface: the sandbox now lives in the netns at path (remembered if knit pinned it). */
+  claimNetns?: (path: string, sandboxId: string) => Promise<void>;
+  isPinned?: (path: string) => boolean;
   /** Where KNI CreateNetwork pins namespaces when the request has no prefix. Default /run/netns. */
   defaultNetnsDir?: string;
   /** CNI versions the daemon answers Version with. Default ["1.0.0", "1.1.0"]. */
@@ -88,6 +91,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       logger: log,
       createNetns: opts.createNetns,
       deleteNetns: opts.deleteNetns,
+      claimNetns: opts.claimNetns,
+      isPinned: opts.isPinned,
       defaultNetnsDir: opts.defaultNetnsDir ?? '/run/netns',
     }),
   );

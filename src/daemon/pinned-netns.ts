@@ -7,7 +7,13 @@ import { RecordStore } from '../store/index.js';
 import { createNetns, deleteNetns } from '../net/netns.js';
 import { KnitError } from '../core/errors.js';
 
-interface Pinned { path: string; createdAt: string }
+interface Pinned {
+  path: string;
+  createdAt: string;
+  /** The sandbox attached into it (KNI AttachInterface), so DeleteNetwork{id} finds it after
+   * DetachInterface has removed the sandbox's record. */
+  sandboxId?: string;
+}
 
 export class PinnedNetns {
   private constructor(private readonly store: RecordStore<Pinned>) {}
@@ -24,11 +30,24 @@ export class PinnedNetns {
     await this.store.put(file, { path: file, createdAt: new Date().toISOString() });
   }
 
+  /** Notes that sandbox id was attached into the netns at file, if knit pinned it. */
+  async claim(file: string, sandboxId: string): Promise<void> {
+    const p = this.store.get(file);
+    if (p && p.sandboxId !== sandboxId) await this.store.put(file, { ...p, sandboxId });
+  }
+
+  isPinned(file: string): boolean {
+    return this.store.get(file) !== undefined;
+  }
+
   /** Deletes a netns knit pinned. A path that is already gone is fine (DeleteNetwork twice);
-   * one knit did not pin is refused; a bare sandbox id cannot be resolved here. */
+   * one knit did not pin is refused; a bare sandbox id is resolved through claim(), and one
+   * knit holds nothing for is already deleted. */
   async delete(idOrPath: string): Promise<void> {
     if (!idOrPath.startsWith('/')) {
-      throw new KnitError('NOT_FOUND', `no netns is recorded for sandbox ${idOrPath}; name it by netns_path`, { field: 'id' });
+      const claimed = [...this.store.values()].find((p) => p.sandboxId === idOrPath);
+      if (claimed) await this.delete(claimed.path);
+      return;
     }
     if (!this.store.get(idOrPath)) {
       if (!existsSync(idOrPath)) return;

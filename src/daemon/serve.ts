@@ -148,6 +148,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
     defaultNetnsDir: config.netnsDir,
     createNetns: (p) => pinned.create(p),
     deleteNetns: (idOrPath) => pinned.delete(idOrPath),
+    claimNetns: (p, id) => pinned.claim(p, id),
+    isPinned: (p) => pinned.isPinned(p),
   });
   const handoff = await startHandoffServer({
     socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,

@@ -2,7 +2,8 @@
 // daemon: CreateNetwork pins a real netns, AttachInterface gives it a real interface, and
 // DeleteNetwork removes the netns knit pinned — checked with ip, not only through KNI.
 import test from 'ava';
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { kniClient, runKniLifecycle, kniCall } from './kni-client.js';
 import { startDaemon, cleanupDaemon, hostLinks, eventually, type Daemon } from '../helpers/daemon.js';
@@ -16,7 +17,46 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  await cleanupDaemon(d, opts, [`${P}-sb1`, `${P}-sb2`]);
+  await cleanupDaemon(d, opts, [`${P}-sb1`, `${P}-sb2`, `${P}-sb4`, `${P}-sb5`]);
+});
+
+const attachedIds = async () => ((await d!.call('List', {})).sandboxes ?? []).map((s: any) => s.sandbox_id ?? s.request?.sandbox_id);
+const freeV4 = async () => Number((await d!.call('NodeStatus', {})).networks[0].pools.find((p: any) => p.family === 4).free);
+
+test.serial("the POC's order: DetachInterface{id}, then DeleteNetwork{id}, leaves nothing pinned", async (t) => {
+  const client = kniClient(d!.socket);
+  const pod = { name: `${P}-ord`, namespace: 'default', uid: `${P}-uid4`, id: `${P}-sb4` };
+  const created = await kniCall(client, 'CreateNetwork', { name: pod.name, uid: pod.uid, namespace: pod.namespace, netns_path_prefix: path.join(d!.dir, 'netns') });
+  await kniCall(client, 'AttachInterface', { name: pod.name, id: pod.id, namespace: pod.namespace, isolation: { path: created.netns_path } });
+  await kniCall(client, 'DetachInterface', { id: pod.id });
+  await kniCall(client, 'DeleteNetwork', { id: pod.id });
+  t.false(existsSync(created.netns_path), 'the netns knit pinned is gone');
+  t.false(readFileSync('/proc/self/mountinfo', 'utf8').includes(created.netns_path), 'no mount left');
+  client.close();
+});
+
+test.serial('a runtime that owns the netns: DeleteNetwork without DetachInterface detaches the sandbox and frees its address', async (t) => {
+  const client = kniClient(d!.socket);
+  const pod = { name: `${P}-own`, namespace: 'default', id: `${P}-sb5` };
+  const own = `${P}-own`;
+  execFileSync('ip', ['netns', 'add', own]);
+  t.teardown(() => execFileSync('ip', ['netns', 'del', own], { stdio: 'ignore' }));
+  const free = await freeV4();
+  await kniCall(client, 'AttachInterface', { name: pod.name, id: pod.id, namespace: pod.namespace, isolation: { path: `/run/netns/${own}` } });
+  t.is(await freeV4(), free - 1);
+  await kniCall(client, 'DeleteNetwork', { id: pod.id, name: pod.name, namespace: pod.namespace, netns_path: `/run/netns/${own}` });
+  t.false((await attachedIds()).includes(pod.id), 'no record left');
+  t.is(await freeV4(), free, 'the address is back in the pool');
+  t.true(existsSync(`/run/netns/${own}`), "the runtime's netns is the runtime's to delete");
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${pod.id};`)), 'host end reaped');
+  client.close();
+});
+
+test.serial('QueryPodNetwork for a pod knit does not hold answers empty, as the POC does', async (t) => {
+  const client = kniClient(d!.socket);
+  const r = await kniCall(client, 'QueryPodNetwork', { id: `${P}-nobody` });
+  t.deepEqual(r.ipconfigs, {});
+  client.close();
 });
 
 test.serial('KNI Create → Attach → Query → Detach → Delete against the real daemon', async (t) => {
@@ -27,7 +67,8 @@ test.serial('KNI Create → Attach → Query → Detach → Delete against the r
   t.true(r.created.netns_path.startsWith(prefix), r.created.netns_path);
   const eth0 = r.attached.ipconfigs.eth0;
   t.truthy(eth0, JSON.stringify(r.attached.ipconfigs));
-  t.regex(eth0.ip[0], /^10\.231\.8\.\d+/);
+  // Bare addresses, as the POC answers: its kubelet parses each entry as an IP.
+  t.regex(eth0.ip[0], /^10\.231\.8\.\d+$/);
   t.regex(eth0.mac, /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
   t.deepEqual(r.queried.ipconfigs.eth0.ip, eth0.ip);
   t.false(existsSync(r.created.netns_path), 'DeleteNetwork removed the netns knit pinned');
