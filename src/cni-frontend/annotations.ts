@@ -4,7 +4,7 @@
 import { CniCode } from '../core/errors.js';
 import { CniError } from '../cni/spec.js';
 import type { PluginConfig } from './request.js';
-import type { WirePortMapping } from '../api/wire-types.js';
+import type { WireBandwidth, WirePortMapping } from '../api/wire-types.js';
 
 /** Which CNI network (conflist name) attached a sandbox: GC only touches its own. */
 export const CNI_NETWORK_LABEL = 'knit.dev/cni-network';
@@ -20,6 +20,8 @@ export interface PodSettings {
   mac: string;
   ips: string[];
   portMappings: WirePortMapping[];
+  /** runtimeConfig.bandwidth (CNI's bandwidth capability) for the interface, or null. */
+  bandwidth: WireBandwidth | null;
   annotations: Record<string, string>;
   labels(args: Map<string, string>): Record<string, string>;
 }
@@ -35,15 +37,18 @@ function stringMap(v: unknown, field: string): Record<string, string> {
   return v as Record<string, string>;
 }
 
+const num = (v: unknown): string | number => (typeof v === 'number' || typeof v === 'string' ? v : 0);
+
 export function podSettings(conf: PluginConfig): PodSettings {
   const rc = conf.runtimeConfig ?? {};
   if (!isObject(rc)) throw new CniError(CniCode.invalidConfig, 'runtimeConfig: must be an object');
   const annotations = stringMap(rc[POD_ANNOTATIONS], `runtimeConfig["${POD_ANNOTATIONS}"]`);
-  const bandwidth = rc.bandwidth;
-  if (isObject(bandwidth) && Object.keys(bandwidth).length) {
-    // Until knit shapes traffic (InterfaceRequest.bandwidth), refuse rather than drop it.
-    throw new CniError(CniCode.unsupportedField, 'runtimeConfig.bandwidth: knit does not shape traffic yet');
-  }
+  const bw = rc.bandwidth;
+  if (bw !== undefined && !isObject(bw)) throw new CniError(CniCode.invalidConfig, 'runtimeConfig.bandwidth: must be an object');
+  // Same units as the request field (bits/s, bits); knit's validation names the field if wrong.
+  const bandwidth = bw && Object.keys(bw).length
+    ? { ingress_rate: num(bw.ingressRate), ingress_burst: num(bw.ingressBurst), egress_rate: num(bw.egressRate), egress_burst: num(bw.egressBurst) }
+    : null;
   let binding = stringMap(conf.binding, 'binding');
   const bindingText = annotations[BINDING_ANNOTATION];
   if (bindingText !== undefined) {
@@ -80,6 +85,7 @@ export function podSettings(conf: PluginConfig): PodSettings {
     mac,
     ips: ips as string[],
     portMappings,
+    bandwidth,
     annotations,
     labels: (args): Record<string, string> => {
       const infra = args.get('K8S_POD_INFRA_CONTAINER_ID');

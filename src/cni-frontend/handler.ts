@@ -24,6 +24,10 @@ function cniField(path: string): string {
     .replace(/^interfaces\[0\]\.ips/, 'runtimeConfig.ips')
     .replace(/^interfaces\[0\]\.network/, 'network')
     .replace(/^interfaces\[0\]\.binding/, 'binding')
+    .replace(/^interfaces\[0\]\.bandwidth\.ingress_rate/, 'runtimeConfig.bandwidth.ingressRate')
+    .replace(/^interfaces\[0\]\.bandwidth\.ingress_burst/, 'runtimeConfig.bandwidth.ingressBurst')
+    .replace(/^interfaces\[0\]\.bandwidth\.egress_rate/, 'runtimeConfig.bandwidth.egressRate')
+    .replace(/^interfaces\[0\]\.bandwidth\.egress_burst/, 'runtimeConfig.bandwidth.egressBurst')
     .replace(/^interface\.name/, 'CNI_IFNAME')
     .replace(/^interface\.mac/, 'runtimeConfig.mac')
     .replace(/^interface\.ips/, 'runtimeConfig.ips')
@@ -106,6 +110,7 @@ export class CniFrontend {
       ips: pod.ips,
       device: null,
       binding: pod.binding,
+      bandwidth: pod.bandwidth,
       default_route: false,
     };
     validateSandboxId(req.containerId, 'CNI_CONTAINERID');
