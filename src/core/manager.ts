@@ -122,6 +122,7 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
+    refuseHostPorts(req, networks[0]);
 
     const netns = this.deps.netns.identify(req.netnsPath);
     for (const otherId of this.sandboxesIn(netns)) {
@@ -458,6 +459,7 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
+    refuseHostPorts(req, networks[0]);
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
@@ -490,6 +492,16 @@ function view(r: SandboxRecord): SandboxRecordView {
 }
 
 export type { Op, OpResult };
+
+/** Host ports are published by a CNI network's chain (its portmap plugin); knit's own bridge and
+ * routed networks do not publish them yet: say so instead of ignoring them. A mapping without a
+ * host port only declares the container port and needs nothing. */
+function refuseHostPorts(req: AttachRequest, network: NetworkSpec): void {
+  const index = req.portMappings.findIndex((p) => p.hostPort);
+  if (index < 0 || network.mode === 'cni') return;
+  const field = `port_mappings[${index}].host_port`;
+  throw new KnitError('UNIMPLEMENTED', `${field}: host ports on ${network.mode} network ${network.name} are not published by this knit yet (a CNI network with portmap publishes them)`, { field });
+}
 
 /** Bandwidth limits are accepted by the API but not yet enforced: say so instead of ignoring them. */
 function refuseBandwidth(interfaces: InterfaceRequest[], field = 'interfaces[i]'): void {
