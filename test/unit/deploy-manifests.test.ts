@@ -1,0 +1,91 @@
+// deploy/: every manifest validates against the Kubernetes OpenAPI schemas (kubernetes-models
+// ships them and validates with them, offline); the DaemonSet has what a node network daemon
+// needs; the ConfigMap, deploy/config.yaml and the README example are one text knit accepts.
+import test from 'ava';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { DaemonSet } from 'kubernetes-models/apps/v1';
+import { ConfigMap, Namespace, ServiceAccount } from 'kubernetes-models/v1';
+import { parseConfigText } from '../../src/config/index.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const deploy = path.join(root, 'deploy');
+
+const models: Record<string, new (data: any) => { validate(): void }> = {
+  'apps/v1 DaemonSet': DaemonSet,
+  'v1 ConfigMap': ConfigMap,
+  'v1 Namespace': Namespace,
+  'v1 ServiceAccount': ServiceAccount,
+};
+
+function manifestFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = path.join(dir, f);
+    if (statSync(p).isDirectory()) return manifestFiles(p);
+    return f.endsWith('.yaml') && f !== 'config.yaml' ? [p] : [];
+  });
+}
+
+function objects(file: string): any[] {
+  return parseAllDocuments(readFileSync(file, 'utf8')).map((doc) => {
+    if (doc.errors.length) throw new Error(`${file}: ${doc.errors[0]!.message}`);
+    return doc.toJS();
+  });
+}
+
+const all = () => manifestFiles(deploy).flatMap((f) => objects(f).map((o) => ({ file: path.relative(root, f), o })));
+const find = (kind: string, name: string) => all().find(({ o }) => o.kind === kind && o.metadata?.name === name)!.o;
+
+test('every manifest in deploy/ validates against the Kubernetes OpenAPI schema of its kind', (t) => {
+  const found = all();
+  t.is(found.length, 5, `${found.length} objects`);
+  for (const { file, o } of found) {
+    const Model = models[`${o.apiVersion} ${o.kind}`];
+    if (!Model) {
+      t.fail(`${file}: no schema for ${o.apiVersion} ${o.kind}`);
+      continue;
+    }
+    t.notThrows(() => new Model(o).validate(), `${file} ${o.kind}/${o.metadata?.name}`);
+  }
+});
+
+test('the validator refuses a broken DaemonSet (it is not a check that cannot fail)', (t) => {
+  const ds = structuredClone(find('DaemonSet', 'knit'));
+  ds.spec.template.spec.containers[0].livenessProbe.httpGet.port = { number: 9465 };
+  t.throws(() => new DaemonSet(ds).validate(), { message: /livenessProbe\/httpGet\/port/ });
+  const noSelector = structuredClone(find('DaemonSet', 'knit'));
+  delete noSelector.spec.selector;
+  t.throws(() => new DaemonSet(noSelector).validate(), { message: /selector/ });
+});
+
+test('the DaemonSet runs knit as a node network daemon: every taint, node-critical, host network, probes, install-cni', (t) => {
+  const spec = find('DaemonSet', 'knit').spec.template.spec;
+  t.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
+  t.is(spec.priorityClassName, 'system-node-critical');
+  t.true(spec.hostNetwork);
+  t.is(spec.serviceAccountName, 'knit');
+  t.deepEqual(spec.initContainers[0].command.slice(0, 2), ['knit', 'install-cni']);
+  const [knit] = spec.containers;
+  const port = Number(parseConfigText(readFileSync(path.join(deploy, 'config.yaml'), 'utf8')).metricsAddress!.split(':').pop());
+  t.deepEqual([knit.livenessProbe.httpGet.path, knit.livenessProbe.httpGet.port], ['/healthz', port]);
+  t.deepEqual([knit.readinessProbe.httpGet.path, knit.readinessProbe.httpGet.port], ['/readyz', port]);
+  const mounts = knit.volumeMounts.map((m: any) => m.mountPath);
+  for (const p of ['/run/knit', '/var/lib/knit', '/run/netns', '/sys', '/etc/knit']) t.true(mounts.includes(p), p);
+  t.truthy(knit.resources.requests && knit.resources.limits);
+  // RBAC: knit never calls the API server, so it gets no role and no token.
+  t.false(all().some(({ o }) => /Role/.test(o.kind)));
+  t.false(find('ServiceAccount', 'knit').automountServiceAccountToken);
+});
+
+test('deploy/config.yaml, the ConfigMap and the README example are the same text, and knit accepts it', (t) => {
+  const text = readFileSync(path.join(deploy, 'config.yaml'), 'utf8');
+  t.is(find('ConfigMap', 'knit-config').data['config.yaml'], text);
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  t.true(readme.includes('```yaml\n' + text + '```\n'), 'README shows deploy/config.yaml verbatim');
+  const config = parseConfigText(text, 'deploy/config.yaml');
+  t.deepEqual(config.networks.map((n) => n.name), ['pods']);
+  const install = find('DaemonSet', 'knit').spec.template.spec.initContainers[0].command as string[];
+  t.is(install[install.indexOf('--network') + 1], 'pods', 'install-cni names a network the config has');
+});
