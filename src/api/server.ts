@@ -9,6 +9,7 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxService } from '../core/types.js';
 import { kniHandlers } from './kni.js';
+import { trackConnections } from './tracked-server.js';
 import { knitHandlers, packageVersion } from './knit-service.js';
 import { silentLogger, type Logger } from './logger.js';
 import { makePeerGate, type PeerCredFn } from './peer-gate.js';
@@ -120,10 +121,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   listener.on('error', (err) => log.error({ err, socketPath }, `API socket error: ${err.message}`));
   log.info({ socketPath, allowedUids }, `knit API listening on ${socketPath}`);
 
+  const connections = trackConnections(listener);
   let closing: Promise<void> | undefined;
+  // In-flight calls get graceMs to finish; then every call is cancelled and every connection
+  // closed, even those a client keeps open (kubelet and containerd do).
   const close = (graceMs = 2000): Promise<void> =>
     (closing ??= (async () => {
-      await new Promise<void>((resolve) => listener.close(() => resolve()));
+      const listenerClosed = connections.close(graceMs);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();
@@ -136,7 +140,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         });
       });
       injector.destroy();
-      // net.Server.close() unlinks the socket file itself.
+      await listenerClosed; // net.Server.close() unlinks the socket file itself
     })());
 
   return { socketPath, close };

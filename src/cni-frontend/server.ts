@@ -9,6 +9,10 @@ import type { CniFrontend } from './handler.js';
 import { parseShimRequest, PROTOCOL_VERSION } from './request.js';
 import { errorObject } from '../cni/spec.js';
 import { toCniError } from './handler.js';
+import { trackConnections } from '../api/tracked-server.js';
+
+/** A shim call in flight at stop gets this long; the shim then sees try-again-later (11). */
+const CLOSE_GRACE_MS = 2000;
 
 const MAX_REQUEST_BYTES = 4 << 20;
 
@@ -46,13 +50,14 @@ export async function startCniServer(opts: {
       });
     });
   });
+  const connections = trackConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socketPath, () => resolve());
   });
   await chmod(socketPath, 0o600);
   return {
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => connections.close(CLOSE_GRACE_MS),
   };
 }
 

@@ -11,6 +11,7 @@ import type { AttachResult, ResultInterface } from '../core/types.js';
 import type { SandboxRecord } from '../core/record.js';
 import type { OpResult, Op } from '../net/ops.js';
 import { replyWithFds, closeFd } from '../net/fdpass.js';
+import { trackConnections } from '../api/tracked-server.js';
 import { peerCred } from '../net/peercred.js';
 
 /** How long an Attach answer's token stays good: long enough for a VM to start. */
@@ -139,12 +140,13 @@ export async function startHandoffServer(o: HandoffServerOptions): Promise<{ clo
     });
     sock.on('error', () => undefined);
   });
+  const connections = trackConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.socketPath, resolve);
   });
   await chmod(o.socketPath, 0o600);
   return {
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => connections.close(2000),
   };
 }

@@ -46,6 +46,9 @@ export function networkSpecs(config: KnitConfig): Map<string, NetworkSpec> {
   return new Map(config.networks.map((n) => [n.name, { ...n, ipv6PerDeviceForwarding }]));
 }
 
+/** From SIGTERM to exit at the latest: calls get 2 s of grace, the reaper's last batch the rest. */
+const STOP_DEADLINE_MS = 10_000;
+
 export async function serve(opts: ServeOptions): Promise<void> {
   const loaded = await loadConfig(opts.config);
   let config = loaded.config;
@@ -187,6 +190,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  // Each server below ends its connections after a grace period; should anything else hang,
+  // the process still exits, leaving the sandboxes attached as a stop always does.
+  setTimeout(() => {
+    log.error({ deadlineMs: STOP_DEADLINE_MS }, 'knit did not stop in time; exiting anyway');
+    process.exit(1);
+  }, STOP_DEADLINE_MS).unref();
   stopWatch();
   stopLinkEvents();
   await api.close();
