@@ -152,6 +152,22 @@ test.serial('runtimeConfig.bandwidth reaches the interface\'s bandwidth, in the 
   await linksGone(p.id);
 });
 
+test.serial('pod annotations select Kata tcfilter: knit makes the tap and the tc redirect in the pod netns (no guest booted here)', async (t) => {
+  const p = pod(11);
+  const annotations = { 'knit.dev/runtime': 'kata', 'knit.dev/binding': '{"mode":"tcfilter"}' };
+  const add = shim('ADD', { id: p.id, netns: p.path }, conf({ runtimeConfig: { 'io.kubernetes.cri.pod-annotations': annotations } }));
+  t.is(add.code, 0, add.raw);
+  const q = await d!.call('Query', { sandbox_id: p.id });
+  t.is(q.sandbox.request.runtime, 'KATA');
+  t.is(q.sandbox.request.annotations['knit.dev/runtime'], 'kata');
+  const links = ipJson(['link', 'show'], p.ns);
+  t.true(links.some((l: any) => l.linkinfo?.info_kind === 'tun'), 'a tap in the pod netns');
+  const filters = JSON.parse(spawnSync('ip', ['netns', 'exec', p.ns, 'tc', '-j', 'filter', 'show', 'dev', 'eth0', 'ingress'], { encoding: 'utf8' }).stdout || '[]');
+  t.true(filters.some((f: any) => JSON.stringify(f).includes('mirred')), 'eth0 ingress redirected to the tap');
+  t.is(shim('DEL', { id: p.id, netns: p.path }, conf()).code, 0);
+  await linksGone(p.id);
+});
+
 test.serial('GC removes this network\'s sandboxes missing from the valid list, under either key', async (t) => {
   const a = pod(5);
   const b = pod(6);
