@@ -37,7 +37,10 @@ fi
 # --- 2. knit itself: build output and production dependencies ---
 app=$(mktemp -d /tmp/knit-image-app.XXXXXX)
 ctr=
-cleanup() { [[ -n $ctr ]] && buildah rm "$ctr" >/dev/null 2>&1; rm -rf "$app"; }
+# buildah takes a lock file in its CNI config dir even for a build that runs nothing: give it a
+# private one, so the host's /etc/cni/net.d is left as it was.
+cni_conf=$(mktemp -d /tmp/knit-image-cni.XXXXXX)
+cleanup() { [[ -n $ctr ]] && buildah rm "$ctr" >/dev/null 2>&1; rm -rf "$app" "$cni_conf"; }
 trap cleanup EXIT
 mkdir -p "$app/opt/knit/build/native/Release" "$app/usr/local/bin"
 cp -a "$root"/{package.json,package-lock.json,bin,proto} "$app/opt/knit/"
@@ -52,7 +55,7 @@ tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime --numeric-owner --ow
   -C "$app" -cf "$app.tar" opt usr
 
 # --- 3. assemble ---
-ctr=$(buildah from scratch)
+ctr=$(buildah from --cni-config-dir "$cni_conf" scratch)
 buildah add --quiet "$ctr" "$rootfs_tar" / >/dev/null
 buildah add --quiet "$ctr" "$app.tar" / >/dev/null
 rm -f "$app.tar"

@@ -25,16 +25,22 @@ let dir = '';
 const containers: string[] = [];
 
 test.after.always(async () => {
-  for (const c of containers) execFileSync('podman', ['rm', '-f', '-t', '5', c], { stdio: 'ignore' });
+  for (const c of containers) execFileSync('podman', [...PODMAN_GLOBAL, 'rm', '-f', '-t', '5', c], { stdio: 'ignore' });
   try {
-    execFileSync('podman', ['rmi', '-f', image], { stdio: 'ignore' });
+    execFileSync('podman', [...PODMAN_GLOBAL, 'rmi', '-f', image], { stdio: 'ignore' });
   } catch {
     /* never built */
   }
   await cleanupDaemon(undefined, opts, pods.ids);
   pods.removeAll();
   if (dir) rmSync(dir, { recursive: true, force: true });
+  rmSync(podmanNetDir, { recursive: true, force: true });
 });
+
+// podman's CNI backend takes a lock file in its network config dir even for --network host:
+// point it at a private dir so /etc/cni/net.d is left as it was.
+const podmanNetDir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-podnet-`));
+const PODMAN_GLOBAL = ['--network-config-dir', podmanNetDir];
 
 /** podman run flags of deploy/daemonset.yaml's pod: host namespaces, privileged, host paths. */
 function daemonSetRun(name: string, mounts: string[]): string[] {
@@ -54,14 +60,14 @@ test.serial('the image installs knit-cni, serves gRPC on the host socket, and at
   writeFileSync(configPath, JSON.stringify({ ...daemonConfig(opts, dir), cniSocket: path.join(dir, 'cni.sock') }));
 
   // The init container.
-  execFileSync('podman', [...daemonSetRun(`${P}-init`, []).slice(0, -1), '--rm', image,
+  execFileSync('podman', [...PODMAN_GLOBAL, ...daemonSetRun(`${P}-init`, []).slice(0, -1), '--rm', image,
     'knit', 'install-cni', '--config', configPath, '--bin-dir', cniBin, '--conf-dir', cniConf, '--network', `${P}net`]);
   containers.pop();
   t.deepEqual(readdirSync(cniBin), ['knit'], 'knit-cni installed under its CNI type name');
   t.is(readdirSync(cniConf).length, 1);
 
   // The daemon container.
-  execFileSync('podman', [...daemonSetRun(`${P}-knit`, []).slice(0, -1), '-d', image, 'knit', 'serve', '--config', configPath]);
+  execFileSync('podman', [...PODMAN_GLOBAL, ...daemonSetRun(`${P}-knit`, []).slice(0, -1), '-d', image, 'knit', 'serve', '--config', configPath]);
   const client = new (knitProto().Knit as any)(`unix://${path.join(dir, 'knit.sock')}`, grpc.credentials.createInsecure());
   const call = promisified(client);
   await eventually(() => existsSync(path.join(dir, 'knit.sock')), 'the daemon socket', 30_000);
