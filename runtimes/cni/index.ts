@@ -37,6 +37,13 @@ function capabilityArgs(input: InterfaceInput, list: Conflist): Record<string, u
       hostPort: p.hostPort, containerPort: p.containerPort, protocol: p.protocol.toLowerCase(), ...(p.hostIp && { hostIP: p.hostIp }),
     })));
   }
+  if (iface.bandwidth) {
+    const { ingress, egress } = iface.bandwidth;
+    offer('bandwidth', `interfaces[${i}].bandwidth`, {
+      ...(ingress && { ingressRate: ingress.rate, ingressBurst: ingress.burst }),
+      ...(egress && { egressRate: egress.rate, egressBurst: egress.burst }),
+    });
+  }
   if (iface.mac) offer('mac', `interfaces[${i}].mac`, iface.mac);
   if (iface.ips?.length) offer('ips', `interfaces[${i}].ips`, iface.ips);
   if (iface.mtu !== undefined) throw new KnitError('UNIMPLEMENTED', `interfaces[${i}].mtu: on CNI network ${input.network.name} the chain's config sets the MTU`, { field: `interfaces[${i}].mtu` });

@@ -120,7 +120,7 @@ export class SandboxManager implements SandboxService {
     }
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces);
+    refuseBandwidth(req.interfaces, this.isCniNetwork);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     refuseHostPorts(req, networks[0]);
 
@@ -287,8 +287,11 @@ export class SandboxManager implements SandboxService {
     };
   }
 
+  private readonly isCniNetwork = (iface: InterfaceRequest): boolean =>
+    this.deps.networks().get(iface.network || this.deps.defaultNetwork())?.mode === 'cni';
+
   async addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult> {
-    refuseBandwidth([iface], 'interface');
+    refuseBandwidth([iface], this.isCniNetwork, 'interface');
     const { result, changed } = await this.locks.run(sandboxId, () => addInterface(this.hotplug(), sandboxId, iface));
     if (changed) this.events.emit('event', { type: 'interface-added', sandboxId, result } satisfies WatchEvent);
     return this.deps.handoff?.decorate(result) ?? result;
@@ -300,7 +303,7 @@ export class SandboxManager implements SandboxService {
   }
 
   async planAddInterface(sandboxId: string, iface: InterfaceRequest) {
-    refuseBandwidth([iface], 'interface');
+    refuseBandwidth([iface], this.isCniNetwork, 'interface');
     return planAddInterface(this.hotplug(), sandboxId, iface);
   }
 
@@ -457,7 +460,7 @@ export class SandboxManager implements SandboxService {
   async plan(req: AttachRequest) {
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces);
+    refuseBandwidth(req.interfaces, this.isCniNetwork);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     refuseHostPorts(req, networks[0]);
     // Show the addresses the pools would hand out next, without taking them.
@@ -503,9 +506,10 @@ function refuseHostPorts(req: AttachRequest, network: NetworkSpec): void {
   throw new KnitError('UNIMPLEMENTED', `${field}: host ports on ${network.mode} network ${network.name} are not published by this knit yet (a CNI network with portmap publishes them)`, { field });
 }
 
-/** Bandwidth limits are accepted by the API but not yet enforced: say so instead of ignoring them. */
-function refuseBandwidth(interfaces: InterfaceRequest[], field = 'interfaces[i]'): void {
-  const index = interfaces.findIndex((i) => i.bandwidth);
+/** Bandwidth limits on knit's own networks are accepted by the API but not yet enforced: say so
+ * instead of ignoring them. A CNI network hands them to its chain (the bandwidth capability). */
+function refuseBandwidth(interfaces: InterfaceRequest[], onCniNetwork: (i: InterfaceRequest) => boolean, field = 'interfaces[i]'): void {
+  const index = interfaces.findIndex((i) => i.bandwidth && !onCniNetwork(i));
   if (index < 0) return;
   const name = `${field.replace('[i]', `[${index}]`)}.bandwidth`;
   throw new KnitError('UNIMPLEMENTED', `${name}: rate limits are not enforced by this knit yet`, { field: name });

@@ -22,7 +22,7 @@ const scripts = path.join(dir, 'plugins');
 const { pod, netnsNames, ids } = podFactory(P);
 
 const chain = {
-  full: `${P}full`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`, file: `${P}file`, v11: `${P}v11`,
+  full: `${P}full`, bw: `${P}bw`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`, file: `${P}file`, v11: `${P}v11`,
 };
 /** A conflist in a file, as a ConfigMap mounts it. */
 const conflistFile = path.join(dir, 'configmap', 'file.conflist');
@@ -43,6 +43,10 @@ const opts = {
       { type: 'bandwidth', ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 },
       { type: 'tuning', sysctl: { 'net.ipv4.conf.eth0.accept_redirects': '0', 'net.core.somaxconn': '321' } },
       { type: 'firewall', backend: 'iptables' },
+    ])),
+    cni(chain.bw, conflist(chain.bw, [
+      { type: 'bridge', bridge: `${P}cw`, ipam: hostLocal(dataDir, '10.172.10.0/24') },
+      { type: 'bandwidth', capabilities: { bandwidth: true } },
     ])),
     cni(chain.ptp, conflist(chain.ptp, [{ type: 'ptp', ipam: hostLocal(dataDir, '10.172.3.0/24') }])),
     cni(chain.mvl, conflist(chain.mvl, [{ type: 'macvlan', master: `${P}mv0`, mode: 'bridge', ipam: { ...hostLocal(dataDir, '10.172.4.0/24'), routes: [] } }])),
@@ -104,6 +108,24 @@ test.after.always(async () => {
   }
   execFileSync('ip', ['netns', 'del', HOST], { stdio: 'ignore' });
   rmSync(dir, { recursive: true, force: true });
+});
+
+test.serial("an Attach's bandwidth reaches the chain's bandwidth plugin (capability arg), and DEL takes the shaping back", async (t) => {
+  const p = pod(20);
+  const res = await attach(p, chain.bw, {
+    interfaces: [{ name: 'eth0', network: chain.bw, bandwidth: { ingress_rate: '4000000', egress_rate: '2000000' } }],
+  });
+  const hostVeth = res.result.interfaces.find((i: any) => !i.sandbox && i.name !== `${P}cw`).name;
+  // The plugin shapes the pod's ingress with tbf on the host veth and its egress through an ifb.
+  const tbf = tcJson(['qdisc', 'show', 'dev', hostVeth], HOST).find((q: any) => q.kind === 'tbf');
+  t.truthy(tbf, 'tbf on the host veth');
+  t.is(tbf.options.rate, 500_000, 'ingress rate 4 Mbit/s = 500,000 bytes/s');
+  const ifb = inHost(['-d', 'link', 'show']).find((l: any) => l.linkinfo?.info_kind === 'ifb');
+  t.truthy(ifb, 'an ifb for the pod egress');
+  t.is(tcJson(['qdisc', 'show', 'dev', ifb.ifname], HOST).find((q: any) => q.kind === 'tbf')?.options.rate, 250_000);
+  await d!.call('Detach', { sandbox_id: p.id });
+  await eventually(() => !inHost(['-d', 'link', 'show']).some((l: any) => l.linkinfo?.info_kind === 'ifb'), 'the ifb is gone');
+  t.deepEqual(portsOn(`${P}cw`), []);
 });
 
 test.serial('bridge + host-local + portmap + bandwidth + tuning + firewall: ADD builds it all, traffic flows, DEL takes it all back', async (t) => {
