@@ -19,6 +19,7 @@
 // Requests may name the pod by (name, namespace) instead of id where the POC allowed it.
 import type * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { KnitError } from '../core/errors.js';
 import type { AttachResult, SandboxService } from '../core/types.js';
 import { unary } from './handler.js';
@@ -242,6 +243,13 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
         const prefix = req.netns_path_prefix || opts.defaultNetnsDir;
         const problem = rules.absolutePathProblem(prefix);
         if (problem) throw KnitError.invalid('netns_path_prefix', problem);
+        // knit pins (bind-mounts) namespaces only in its own netns directory, never where a
+        // request points: a prefix elsewhere would have it create and mount on the host.
+        const root = path.resolve(opts.defaultNetnsDir);
+        const wanted = path.resolve(prefix);
+        if (wanted !== root && !wanted.startsWith(`${root}/`)) {
+          throw KnitError.invalid('netns_path_prefix', `${JSON.stringify(prefix.slice(0, 64))} is outside knit's netns directory ${root}; knit pins namespaces only there`);
+        }
         const netnsPath = `${prefix === '/' ? '' : prefix}/${netnsFileName(req)}`;
         await opts.createNetns(netnsPath);
         return { netns_path: netnsPath, extradata: {} };

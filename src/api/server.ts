@@ -9,7 +9,7 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxService } from '../core/types.js';
 import { kniHandlers } from './kni.js';
-import { trackConnections } from './tracked-server.js';
+import { clearStaleSocket, trackConnections } from './tracked-server.js';
 import { knitHandlers, packageVersion } from './knit-service.js';
 import { silentLogger, type Logger } from './logger.js';
 import { makePeerGate, type PeerCredFn } from './peer-gate.js';
@@ -41,31 +41,6 @@ export interface ApiServer {
   socketPath: string;
   /** Stop accepting, let calls finish for up to graceMs (default 2000), then cut the rest. */
   close(graceMs?: number): Promise<void>;
-}
-
-/**
- * Make socketPath bindable: remove a stale socket left by a dead daemon, but never a live
- * daemon's socket nor anything that is not a socket.
- */
-async function clearStaleSocket(socketPath: string): Promise<void> {
-  let st;
-  try {
-    st = await lstat(socketPath);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (!st.isSocket()) throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`);
-  const live = await new Promise<boolean>((resolve) => {
-    const probe = net.connect(socketPath);
-    probe.once('connect', () => {
-      probe.destroy();
-      resolve(true);
-    });
-    probe.once('error', () => resolve(false));
-  });
-  if (live) throw new Error(`another process is serving ${socketPath}; is a knit daemon already running?`);
-  await unlink(socketPath);
 }
 
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {

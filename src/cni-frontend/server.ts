@@ -9,7 +9,7 @@ import type { CniFrontend } from './handler.js';
 import { parseShimRequest, PROTOCOL_VERSION } from './request.js';
 import { errorObject } from '../cni/spec.js';
 import { toCniError } from './handler.js';
-import { trackConnections } from '../api/tracked-server.js';
+import { clearStaleSocket, trackConnections } from '../api/tracked-server.js';
 
 /** A shim call in flight at stop gets this long; the shim then sees try-again-later (11). */
 const CLOSE_GRACE_MS = 2000;
@@ -32,7 +32,7 @@ export async function startCniServer(opts: {
 }): Promise<{ close(): Promise<void> }> {
   const { socketPath, frontend, log } = opts;
   await mkdir(path.dirname(socketPath), { recursive: true, mode: 0o700 });
-  await rm(socketPath, { force: true });
+  await clearStaleSocket(socketPath);
   const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     if (!opts.allow(socket)) return void socket.destroy();
     const chunks: Buffer[] = [];

@@ -11,7 +11,7 @@ import type { AttachResult, ResultInterface } from '../core/types.js';
 import type { SandboxRecord } from '../core/record.js';
 import type { OpResult, Op } from '../net/ops.js';
 import { replyWithFds, closeFd } from '../net/fdpass.js';
-import { trackConnections } from '../api/tracked-server.js';
+import { clearStaleSocket, trackConnections } from '../api/tracked-server.js';
 import { peerCred } from '../net/peercred.js';
 
 /** How long an Attach answer's token stays good: long enough for a VM to start. */
@@ -85,7 +85,7 @@ function findTap(rec: SandboxRecord, name: string): ResultInterface | undefined 
 
 export async function startHandoffServer(o: HandoffServerOptions): Promise<{ close(): Promise<void> }> {
   await mkdir(path.dirname(o.socketPath), { recursive: true, mode: 0o700 });
-  await unlink(o.socketPath).catch(() => undefined);
+  await clearStaleSocket(o.socketPath);
 
   const answer = async (sock: net.Socket, text: string): Promise<void> => {
     let req: FdRequest;

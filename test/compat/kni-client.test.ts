@@ -115,7 +115,7 @@ async function serve(t: ExecutionContext) {
 
 test('the KNI lifecycle: CreateNetwork -> AttachInterface -> QueryPodNetwork -> DetachInterface -> DeleteNetwork', async (t) => {
   const { dir, service, netns, client } = await serve(t);
-  const prefix = path.join(dir, 'pinned');
+  const prefix = path.join(dir, 'netns', 'pinned'); // under knit's netns dir: the only place it pins
   const pod = { name: 'web', namespace: 'prod', uid: 'uid-1', id: 'kkni-sb1', netnsPathPrefix: prefix };
 
   const run = runKniLifecycle(client, pod);

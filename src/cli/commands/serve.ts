@@ -12,7 +12,15 @@ export const serveCommand: Command = {
     if (ctx.positionals.length) throw usageError(`unexpected argument "${ctx.positionals[0]}"`);
     // Loaded on demand: client commands must not pull in the daemon (and the native addon).
     const { serve } = await import('../../daemon/serve.js');
-    await serve({ config: ctx.values.config as string | undefined });
+    try {
+      await serve({ config: ctx.values.config as string | undefined });
+    } catch (err) {
+      // A start-up step that fails after a listener opened (the API socket is up, the hand-off
+      // socket is refused) would leave the process serving half a daemon: exit once the error
+      // is reported, with the code run() gives it.
+      setTimeout(() => process.exit(), 100);
+      throw err;
+    }
     return 0;
   },
 };
