@@ -21,6 +21,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { KnitError } from '../core/errors.js';
+import { isRuntimeKind, runtimeWireName } from '../core/runtime-kinds.js';
 import type { AttachResult, SandboxService } from '../core/types.js';
 import { unary } from './handler.js';
 import type { Logger } from './logger.js';
@@ -66,8 +67,6 @@ type KniAttach = KniPodRef & {
 };
 type KniDetach = KniPodRef & { isolation: Isolation | null; extradata: Record<string, string> };
 
-const runtimeByName: Record<string, string> = { runc: 'RUNC', kata: 'KATA', kubevirt: 'KUBEVIRT' };
-
 /** knit.v1 field paths -> the KNI fields they were built from, for error messages. */
 function kniFieldNamer(netnsFrom: string) {
   return (p: string): string =>
@@ -97,7 +96,7 @@ export function toKnitAttach(req: KniAttach) {
     pod_namespace: req.namespace,
     pod_uid: '',
     netns_path: netns.path,
-    runtime: runtimeText ? (runtimeByName[runtimeText] ?? runtimeText) : 'RUNTIME_UNSPECIFIED',
+    runtime: runtimeText ? (isRuntimeKind(runtimeText) ? runtimeWireName(runtimeText) : runtimeText) : 'RUNTIME_UNSPECIFIED',
     interfaces: [{ name: 'eth0' }],
     port_mappings: (req.port_mappings ?? []).map((p) => ({ ...p, protocol: p.protocol || 'TCP' })),
     dns: req.dns_config

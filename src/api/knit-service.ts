@@ -6,6 +6,7 @@ import { KNI_VERSION } from './version.js';
 import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
 import { KnitError } from '../core/errors.js';
+import { RUNTIME_KINDS } from '../core/runtime-kinds.js';
 import {
   validateAddInterface,
   validateAttach,
@@ -128,7 +129,7 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
       cni_version: CNI_VERSION,
       supported_cni_versions: version.supportedCniVersions,
       kni_version: KNI_VERSION,
-      runtimes: ['runc', 'kata', 'kubevirt'],
+      runtimes: [...RUNTIME_KINDS],
     })),
   };
 }

@@ -7,6 +7,7 @@
 // index i is eth<i>, go-cni's naming.
 import { z } from 'zod';
 import { KnitError } from '../core/errors.js';
+import { RUNTIME_CHOICES, runtimeFromWireName } from '../core/runtime-kinds.js';
 import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../core/types.js';
 import * as rules from './rules.js';
 import { applyBandwidthAnnotations, bandwidthSchema } from './bandwidth.js';
@@ -40,20 +41,14 @@ const stringMap = z.record(z.string(), z.string()).superRefine((m, ctx) => {
 const sandboxId = checked(z.string(), rules.sandboxIdProblem).prefault('');
 const optionalName = checked(z.string(), (v) => rules.nameProblem(v)).prefault('');
 
-const runtimeNames: Record<string, RuntimeKind> = {
-  RUNTIME_UNSPECIFIED: 'runc',
-  RUNC: 'runc',
-  KATA: 'kata',
-  KUBEVIRT: 'kubevirt',
-};
 const runtime = z
   .union([z.string(), z.number()])
   .superRefine((v, ctx) => {
-    if (!(String(v) in runtimeNames)) {
-      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(String(v))} is not one of runc, kata, kubevirt` });
+    if (!runtimeFromWireName(String(v))) {
+      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(String(v).slice(0, 40))} is not one of ${RUNTIME_CHOICES}` });
     }
   })
-  .transform((v): RuntimeKind => runtimeNames[String(v)]!);
+  .transform((v): RuntimeKind => runtimeFromWireName(String(v))!);
 
 const protocolNames: Record<string, PortMapping['protocol']> = {
   PROTOCOL_UNSPECIFIED: 'tcp',

@@ -12,6 +12,7 @@ import type {
   WatchEvent,
 } from '../core/types.js';
 import { toStruct } from './struct.js';
+import { runtimeWireName } from '../core/runtime-kinds.js';
 import type {
   PhaseName,
   RuntimeName,
@@ -28,7 +29,6 @@ import type {
 /** The CNI spec version knit's results follow. */
 export const CNI_VERSION = '1.1.0';
 
-const runtimeName: Record<RuntimeKind, RuntimeName> = { runc: 'RUNC', kata: 'KATA', kubevirt: 'KUBEVIRT' };
 const stateName: Record<AttachmentState, StateName> = {
   attaching: 'ATTACHING',
   attached: 'ATTACHED',
@@ -38,7 +38,7 @@ const stateName: Record<AttachmentState, StateName> = {
 const phaseName: Record<Extension['phase'], PhaseName> = { 'post-attach': 'POST_ATTACH', 'pre-detach': 'PRE_DETACH' };
 
 export function runtimeToWire(r: RuntimeKind): RuntimeName {
-  return runtimeName[r];
+  return runtimeWireName(r);
 }
 
 function dnsToWire(d: DnsConfig | undefined): WireDns | null {
@@ -105,7 +105,7 @@ export function resultToWire(r: AttachResult): WireResult {
     ipconfigs: ipconfigsOf(r),
     sandbox_id: r.sandboxId,
     netns_path: r.netnsPath,
-    runtime: runtimeName[r.runtime],
+    runtime: runtimeWireName(r.runtime),
   };
 }
 
@@ -116,7 +116,7 @@ export function requestToWire(r: AttachRequest): WireAttachRequest {
     pod_namespace: r.podNamespace ?? '',
     pod_uid: r.podUid ?? '',
     netns_path: r.netnsPath,
-    runtime: runtimeName[r.runtime],
+    runtime: runtimeWireName(r.runtime),
     interfaces: r.interfaces.map((i) => ({
       name: i.name,
       network: i.network ?? '',

@@ -1,7 +1,8 @@
 // The domain the API speaks to core in. src/api maps protobuf messages (knit.v1 and kni) onto
 // these and back; core and the runtime strategies never see protobuf.
 
-export type RuntimeKind = 'runc' | 'kata' | 'kubevirt';
+import type { RuntimeKind } from './runtime-kinds.js';
+export type { RuntimeKind } from './runtime-kinds.js';
 
 export interface PortMapping {
   protocol: 'tcp' | 'udp' | 'sctp';
