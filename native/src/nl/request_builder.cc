@@ -1,3 +1,5 @@
+// RequestBuilder: the helpers every op family uses to lay out an rtnetlink request (links by
+// index or by a name resolved just before sending, attributes, the subject link of the op).
 #include "nl/families.h"
 
 namespace knit::nl {
