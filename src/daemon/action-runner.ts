@@ -11,7 +11,7 @@ import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { runHostAction } from './host-actions.js';
 import type { CniHooks } from '../cni-exec/action.js';
 
-export class PlanRunner {
+export class DaemonActionRunner {
   private host?: NetHandle;
 
   /** cni: where CNI plugins' stderr goes (knit's log, with the sandbox id), and the crash

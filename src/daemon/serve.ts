@@ -8,7 +8,7 @@ import pino from 'pino';
 import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
-import { PlanRunner } from './action-runner.js';
+import { DaemonActionRunner } from './action-runner.js';
 import { peerCred } from '../net/peercred.js';
 import { SandboxManager, type ManagerHooks } from '../core/manager.js';
 import { Reaper } from '../core/reaper.js';
@@ -66,7 +66,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
   const { beforeCniAdd, ...planFailpoints } = failpointsFromEnv(process.env, log);
-  const runner = new PlanRunner({
+  const runner = new DaemonActionRunner({
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
     beforeAdd: beforeCniAdd,
   });

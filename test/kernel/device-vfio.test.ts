@@ -22,7 +22,7 @@ import { runDeviceAction } from '../../src/devices/actions.js';
 import { Ipam } from '../../src/ipam/index.js';
 import { runHostAction } from '../../src/daemon/host-actions.js';
 import { DEVICE_ACTION_OPS, type DeviceAction } from '../../src/net/ops.js';
-import { PlanRunner } from '../../src/daemon/action-runner.js';
+import { DaemonActionRunner } from '../../src/daemon/action-runner.js';
 import { RecordStore } from '../../src/store/index.js';
 import { NetnsChecker } from '../../src/daemon/netns-checker.js';
 import { strategies } from '../../runtimes/index.js';
@@ -44,7 +44,7 @@ class Crashed extends Error {}
 /** One "daemon process": core over a record dir, a runner that dies with it. */
 class Node {
   dead = false;
-  readonly net = new PlanRunner();
+  readonly net = new DaemonActionRunner();
   readonly runner: ActionRunner;
   records!: RecordStorePort<SandboxRecord>;
   manager!: SandboxManager;
