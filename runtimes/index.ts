@@ -1,7 +1,7 @@
 // The strategies this build offers, by runtime. Core picks one per request (AttachRequest.
 // runtime); the options each reads from InterfaceRequest.binding are documented in its folder.
-import type { RuntimeKind } from '../src/core/types.js';
-import type { Strategy } from './types.js';
+import type { RuntimeKind } from '../src/base/types.js';
+import type { Strategy } from '../src/base/strategy.js';
 import { runcStrategy } from './runc/index.js';
 import { kataStrategy } from './kata/index.js';
 import { kubevirtStrategy } from './kubevirt/index.js';

@@ -3,12 +3,12 @@
 // withCniChains() puts this in front of a runtime's strategy; interfaces on knit's own
 // networks go to the runtime as before. The chain's result becomes the interface's result
 // after the step ran (src/cni-exec/result.ts).
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { loadConflist, type Conflist } from '../../src/cni-exec/conflist.js';
 import { declaredCapabilities } from '../../src/cni-exec/chain.js';
-import type { CniChainAction } from '../../src/net/ops.js';
+import type { CniChainAction } from '../../src/base/ops.js';
 import { identifyNetns, type NetnsId } from '../../src/net/netns.js';
-import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../types.js';
+import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
 
 export interface PreparedChain {
   list: Conflist;
@@ -92,7 +92,7 @@ export async function prepareChain(input: InterfaceInput): Promise<PreparedChain
 export const isPreparedChain = (p: unknown): p is PreparedChain => !!p && typeof p === 'object' && 'action' in p && 'list' in p;
 
 /** One step: the chain's ADD, undone by the chain's DEL with the cached result. `knit plan`
- * shows it plugin by plugin (src/cni-exec/steps.ts displaySteps). */
+ * shows it plugin by plugin (src/core/cni-steps.ts displaySteps). */
 export function planChain(input: InterfaceInput): InterfacePlan {
   const p = input.prepared;
   if (!isPreparedChain(p)) throw new KnitError('INTERNAL', `interface ${input.iface.name}: a CNI plan needs prepare() to have read the conflist`);

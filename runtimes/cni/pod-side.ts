@@ -3,8 +3,8 @@
 // is not known when the plan is made: the plan carries CHAIN_MAC where the MAC goes, and the
 // hand-off is completed from the chain's result (src/cni-exec/result.ts), the way Kata's shim
 // and virt-handler read the veth after CNI ADD today.
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceInput, InterfacePlan } from '../types.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { planPodVeth, type PodVeth } from '../common/pod-veth.js';
 import { isPreparedChain, planChain } from './index.js';
 

@@ -2,10 +2,10 @@
 // pod would get on its veth. It is read off the pod-veth plan, so the guest and the pod can
 // never disagree about the network; VM strategies that give the guest the pod's addresses
 // drop those sandbox-side L3 steps (splitPodL3) and hand the config over instead.
-import type { NeighOp, RouteOp } from '../../src/net/ops.js';
-import type { Step } from '../../src/core/plan.js';
-import type { DnsConfig } from '../../src/core/types.js';
-import type { PlannedIp } from '../types.js';
+import type { NeighOp, RouteOp } from '../../src/base/ops.js';
+import type { Step } from '../../src/base/plan.js';
+import type { DnsConfig } from '../../src/base/types.js';
+import type { PlannedIp } from '../../src/base/strategy.js';
 
 export type GuestRoute = {
   /** CIDR; "0.0.0.0/0" / "::/0" for the default route. */

@@ -2,8 +2,8 @@
 // by a u32/mirred redirect each way: Kata's tcfilter model and knit's KubeVirt tap binding.
 // The guest takes the veth's MAC (the network behind the veth expects it), MTU, addresses,
 // routes and neighbours; the veth keeps its addresses too, silenced by the redirect.
-import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag } from '../../src/core/names.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { aliasTag } from '../../src/base/names.js';
 import type { PodVeth } from './pod-veth.js';
 import { podSide } from '../cni/pod-side.js';
 import { planTap } from './tap.js';

@@ -7,7 +7,7 @@
 //     and per runtime the entry it reads: Kata's DAN "vfio" device (runtime-rs dan.rs:
 //     {type: "vfio", pci_device_id}) and KubeVirt/libvirt's <hostdev> (managed='no': knit
 //     already bound the function to vfio-pci).
-import type { RuntimeKind } from '../../src/core/types.js';
+import type { RuntimeKind } from '../../src/base/types.js';
 import { VFIO_CONTAINER_DEVICE } from '../../src/devices/vfio.js';
 import type { GuestConfig } from '../common/guest-config.js';
 import { danDevice } from '../kata/dan.js';

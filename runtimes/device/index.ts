@@ -3,8 +3,8 @@
 // a veth or tap — an SR-IOV VF or NIC moved into the sandbox netns (mode "netdev"), or bound to
 // vfio-pci for a VM (mode "vfio"). withDevices() puts this in front of each runtime's strategy,
 // so a request can mix a pod veth and devices; the other interfaces go to the runtime as before.
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../types.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
 import { planNetdev } from './netdev.js';
 import { prepareDevice } from './prepare.js';
 import { isPreparedDevice } from './prepared.js';

@@ -3,12 +3,12 @@
 // routes, the interface's static ips, and pool addresses only when the request names a network
 // (src/core/addresses.ts). No default route is invented from a pool's gateway: that gateway
 // lives on knit's bridge, which the device is not attached to.
-import type { Step } from '../../src/core/plan.js';
-import type { ResultRoute } from '../../src/core/types.js';
-import type { RouteOp } from '../../src/net/ops.js';
-import type { InterfaceInput, PlannedIp } from '../types.js';
+import type { Step } from '../../src/base/plan.js';
+import type { ResultRoute } from '../../src/base/types.js';
+import type { RouteOp } from '../../src/base/ops.js';
+import type { InterfaceInput, PlannedIp } from '../../src/base/strategy.js';
 import type { PreparedDevice } from './prepared.js';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { interfaceIndex } from '../common/binding-options.js';
 
 export interface DeviceL3 {

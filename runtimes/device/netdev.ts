@@ -16,9 +16,9 @@
 // inverses are skipped and the kernel has returned the VF to the host as dev<ifindex>, which
 // device.return finds by PCI address and renames. Every value an inverse writes was read by
 // prepare() before the first change and is in the journal with the plan.
-import type { Step } from '../../src/core/plan.js';
-import type { DeviceClaimAction, DeviceReturnAction, LinkSetOp } from '../../src/net/ops.js';
-import type { InterfaceInput, InterfacePlan } from '../types.js';
+import type { Step } from '../../src/base/plan.js';
+import type { DeviceClaimAction, DeviceReturnAction, LinkSetOp } from '../../src/base/ops.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { draDevice, rdmaHandoff } from './handoff.js';
 import { deviceL3 } from './l3.js';
 import { pfSideSteps } from './pf-side.js';

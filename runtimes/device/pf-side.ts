@@ -2,7 +2,7 @@
 // one vf.set on the PF, whose inverse writes back the values prepare() read for exactly the
 // fields it changes, and, when it sets a MAC, a read-back until the driver shows it. These
 // steps come first in a plan, so Detach restores the PF side last (after the netdev is back).
-import type { Step } from '../../src/core/plan.js';
+import type { Step } from '../../src/base/plan.js';
 import { hasPfSettings } from '../../src/devices/params.js';
 import { pfApplyOp, pfRestoreOp, type VfOriginalState } from '../../src/devices/netdev-state.js';
 import type { PreparedDevice } from './prepared.js';

@@ -3,7 +3,7 @@
 // keeps until this attach ends), and its original state: driver, netdev name/MAC/MTU/up, the
 // PF's settings for this VF (only when the request changes them), RDMA device and mode, IOMMU
 // group. Refusals come here, before the journal, with the field that caused them.
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { hasPfSettings } from '../../src/devices/params.js';
 import { readRdmaNetnsMode, type PciNetDevice } from '../../src/devices/inventory.js';
 import { groupBlockers } from '../../src/devices/iommu.js';
@@ -12,7 +12,7 @@ import { parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices
 import { Sysfs } from '../../src/devices/sysfs.js';
 import { VFIO_DRIVER } from '../../src/devices/vfio.js';
 import { findLinkIn } from '../../src/net/find-link.js';
-import type { InterfaceInput, PrepareContext } from '../types.js';
+import type { InterfaceInput, PrepareContext } from '../../src/base/strategy.js';
 import type { PreparedDevice } from './prepared.js';
 import { interfaceIndex } from '../common/binding-options.js';
 

@@ -4,7 +4,7 @@
 // exactly what was there without asking the kernel what "original" was.
 import type { DeviceRef } from '../../src/devices/reference.js';
 import type { RdmaNetnsMode } from '../../src/devices/inventory.js';
-import type { VfInfo } from '../../src/net/ops.js';
+import type { VfInfo } from '../../src/base/ops.js';
 
 export interface PreparedDevice {
   /** interfaces[i] of the request, for error fields. */

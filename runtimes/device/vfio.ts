@@ -9,10 +9,10 @@
 //                                                           name it anew, so find it by address
 //   bind          driver_override + drivers_probe         undo: unbind, clear the override,
 //                                                           bind the recorded driver
-import type { Step } from '../../src/core/plan.js';
-import type { VfioBindAction, VfioRestoreAction } from '../../src/net/ops.js';
+import type { Step } from '../../src/base/plan.js';
+import type { VfioBindAction, VfioRestoreAction } from '../../src/base/ops.js';
 import { guestConfigFrom } from '../common/guest-config.js';
-import type { InterfaceInput, InterfacePlan } from '../types.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { vfioHandoff } from './handoff.js';
 import { deviceL3 } from './l3.js';
 import { claimStep } from './netdev.js';

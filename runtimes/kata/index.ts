@@ -1,7 +1,7 @@
 // kata: the VM runs in (or, for host-tap, beside) the pod netns and the guest NIC is a
 // virtio-net backed by a tap knit makes. binding.mode picks Kata's model: tcfilter (default),
 // macvtap, or host-tap (Kata's DAN contract). See each model's file for what it builds.
-import type { Strategy } from '../types.js';
+import type { Strategy } from '../../src/base/strategy.js';
 import { kataOptions } from './options.js';
 import { planTcFilter } from './tcfilter.js';
 import { planMacvtap } from './macvtap.js';

@@ -1,8 +1,8 @@
 // kubevirt: virt-launcher's libvirt opens a tap knit made in the launcher pod's netns
 // (<target dev='tap0' managed='no'/>). binding.binding picks how tap0 reaches the network:
 // masquerade (default), bridge, or tap (L2 pass-through); see each binding's file.
-import type { Strategy } from '../types.js';
-import { KnitError } from '../../src/core/errors.js';
+import type { Strategy } from '../../src/base/strategy.js';
+import { KnitError } from '../../src/base/errors.js';
 import { kubevirtOptions } from './options.js';
 import { planTapBinding } from './tap.js';
 import { planMasquerade } from './masquerade.js';

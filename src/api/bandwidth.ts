@@ -11,8 +11,8 @@
 // - the request field and an annotation for the same direction must agree: a conflict is
 //   refused, naming the annotation, rather than one silently overriding the other.
 import { z } from 'zod';
-import { KnitError } from '../core/errors.js';
-import type { Bandwidth, InterfaceRequest } from '../core/types.js';
+import { KnitError } from '../base/errors.js';
+import type { Bandwidth, InterfaceRequest } from '../base/types.js';
 
 export const INGRESS_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
 export const EGRESS_ANNOTATION = 'kubernetes.io/egress-bandwidth';

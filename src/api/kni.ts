@@ -20,9 +20,9 @@
 import type * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { KnitError } from '../core/errors.js';
-import { isRuntimeKind, runtimeWireName } from '../core/runtime-kinds.js';
-import type { AttachResult, SandboxService } from '../core/types.js';
+import { KnitError } from '../base/errors.js';
+import { isRuntimeKind, runtimeWireName } from '../base/runtime-kinds.js';
+import type { AttachResult, SandboxService } from '../base/types.js';
 import { unary } from './handler.js';
 import type { Logger } from './logger.js';
 import * as rules from './rules.js';

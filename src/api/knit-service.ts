@@ -1,12 +1,12 @@
 // knit.v1.Knit handlers: validate, call core's SandboxService, map the answer back.
 import { Metadata, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { SandboxService, WatchEvent } from '../core/types.js';
+import type { SandboxService, WatchEvent } from '../base/types.js';
 import { unary } from './handler.js';
 import { KNI_VERSION } from './version.js';
 import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
-import { KnitError } from '../core/errors.js';
-import { RUNTIME_KINDS } from '../core/runtime-kinds.js';
+import { KnitError } from '../base/errors.js';
+import { RUNTIME_KINDS } from '../base/runtime-kinds.js';
 import {
   validateAddInterface,
   validateAttach,

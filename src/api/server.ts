@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import net from 'node:net';
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { SandboxService } from '../core/types.js';
+import type { SandboxService } from '../base/types.js';
 import { kniHandlers } from './kni.js';
 import { clearStaleSocket, trackConnections } from './tracked-server.js';
 import { knitHandlers, packageVersion } from './knit-service.js';

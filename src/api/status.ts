@@ -3,7 +3,7 @@
 //   knit-field     the request field at fault, e.g. "interfaces[0].mac"
 //   knit-cni-code  the CNI error code that fits (CNI 1.1 §Error)
 import * as grpc from '@grpc/grpc-js';
-import { CniCode, KnitError, type KnitErrorCode } from '../core/errors.js';
+import { CniCode, KnitError, type KnitErrorCode } from '../base/errors.js';
 import type { Logger } from './logger.js';
 
 export const FIELD_KEY = 'knit-field';

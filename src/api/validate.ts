@@ -1,4 +1,4 @@
-// Decoded knit.v1 requests -> core domain objects (src/core/types.ts). Every rule names the
+// Decoded knit.v1 requests -> core domain objects (src/base/types.ts). Every rule names the
 // field it guards; the first violation becomes KnitError.invalid('<proto field path>', why),
 // e.g. `interfaces[0].mac: "zz" is not a MAC address`.
 //
@@ -6,9 +6,9 @@
 // CNI_IFNAME and what KNI callers read back as ipconfigs["eth0"]); an unnamed interface at
 // index i is eth<i>, go-cni's naming.
 import { z } from 'zod';
-import { KnitError } from '../core/errors.js';
-import { RUNTIME_CHOICES, runtimeFromWireName } from '../core/runtime-kinds.js';
-import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../core/types.js';
+import { KnitError } from '../base/errors.js';
+import { RUNTIME_CHOICES, runtimeFromWireName } from '../base/runtime-kinds.js';
+import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../base/types.js';
 import * as rules from './rules.js';
 import { applyBandwidthAnnotations, bandwidthSchema } from './bandwidth.js';
 import { fromStruct, type StructMsg } from './struct.js';

@@ -1,4 +1,4 @@
-// Domain objects (src/core/types.ts) -> knit.v1 response messages. The reverse direction, for
+// Domain objects (src/base/types.ts) -> knit.v1 response messages. The reverse direction, for
 // requests, is validate.ts.
 import type {
   AttachRequest,
@@ -10,9 +10,9 @@ import type {
   RuntimeKind,
   SandboxRecordView,
   WatchEvent,
-} from '../core/types.js';
+} from '../base/types.js';
 import { toStruct } from './struct.js';
-import { runtimeWireName } from '../core/runtime-kinds.js';
+import { runtimeWireName } from '../base/runtime-kinds.js';
 import type {
   PhaseName,
   RuntimeName,
@@ -213,7 +213,7 @@ export function watchEventToWire(e: WatchEvent): object {
   }
 }
 
-/** Plan steps carry ops from src/net/ops.ts: plain data, so they travel as Structs. */
+/** Plan steps carry ops from src/base/ops.ts: plain data, so they travel as Structs. */
 export function planToWire(plan: { steps: { description: string; op: unknown; undo?: unknown }[] }): object {
   const asStruct = (v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v) ? toStruct(v as Record<string, unknown>) : v === undefined ? null : toStruct({ value: v });

@@ -1,7 +1,7 @@
 // Parsers for the compound flags of `knit attach` / `knit plan`. They check syntax only and
 // build knit.v1 request fields; the daemon validates values (and names the field if wrong).
 import { invalidArgument, usageError } from './exit.js';
-import { RUNTIME_CHOICES, isRuntimeKind, runtimeWireName } from '../core/runtime-kinds.js';
+import { RUNTIME_CHOICES, isRuntimeKind, runtimeWireName } from '../base/runtime-kinds.js';
 
 export interface WireInterfaceFlag {
   name: string;

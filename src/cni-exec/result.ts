@@ -1,8 +1,8 @@
 // A CNI result (any spec version this machine's plugins print: 0.3.x, 0.4.0, 1.0.0, 1.1.0) as
 // knit's answer: the chain chose the names, MACs, addresses and routes, so its result replaces
 // the interface's placeholder from the plan.
-import type { AttachResult, ResultInterface, ResultIp, ResultRoute } from '../core/types.js';
-import type { InterfacePart } from '../core/interface-plans.js';
+import type { AttachResult, ResultInterface, ResultIp, ResultRoute } from '../base/types.js';
+import type { InterfacePart } from '../base/strategy.js';
 
 interface CniIp { address: string; gateway?: string; interface?: number; version?: string }
 interface CniInterface { name: string; mac?: string; mtu?: number; sandbox?: string; socketPath?: string; pciID?: string }

@@ -1,8 +1,8 @@
 // What a runtime passes in runtimeConfig (CNI capabilities: portMappings, bandwidth, ips, mac,
 // io.kubernetes.cri.pod-annotations) and the pod annotations knit reads there. The keys are in
 // README.md, section "CNI: knit as the plugin of unmodified runtimes".
-import { CniCode } from '../core/errors.js';
-import { DEFAULT_RUNTIME, RUNTIME_CHOICES, isRuntimeKind } from '../core/runtime-kinds.js';
+import { CniCode } from '../base/errors.js';
+import { DEFAULT_RUNTIME, RUNTIME_CHOICES, isRuntimeKind } from '../base/runtime-kinds.js';
 import { CniError } from '../cni/spec.js';
 import type { PluginConfig } from './request.js';
 import type { WireBandwidth, WirePortMapping } from '../api/wire-types.js';

@@ -2,8 +2,8 @@
 // DEL -> Detach (or RemoveInterface), CHECK -> Check, STATUS -> NodeStatus, GC -> Detach of
 // this network's sandboxes missing from the valid-attachments list. Every failure leaves as a
 // CNI error object with the code that fits.
-import type { AttachResult, InterfaceRequest, SandboxService } from '../core/types.js';
-import { CniCode, KnitError } from '../core/errors.js';
+import type { AttachResult, InterfaceRequest, SandboxService } from '../base/types.js';
+import { CniCode, KnitError } from '../base/errors.js';
 import { validateAddInterface, validateAttach, validateSandboxId } from '../api/validate.js';
 import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';

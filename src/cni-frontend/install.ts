@@ -6,7 +6,7 @@
 import { open, readFile, rename, rm, chmod, mkdir, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 export const INSTALLED_BY_KEY = 'knit.dev/installed-by';
 const SHIM_MARKER = 'knit-cni-shim-marker/1';

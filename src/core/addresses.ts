@@ -1,10 +1,10 @@
 // Addresses for one interface: static ones from the request are reserved, the rest come from
 // the network's pools, one per family the network has.
-import type { InterfaceRequest } from './types.js';
-import type { NetworkSpec, Allocation } from '../../runtimes/types.js';
+import type { InterfaceRequest } from '../base/types.js';
+import type { NetworkSpec, Allocation } from '../base/strategy.js';
 import type { IpamPort } from './manager.js';
 import { ipamOwner, type InterfaceAllocation } from './record.js';
-import { KnitError } from './errors.js';
+import { KnitError } from '../base/errors.js';
 
 /** A device (SR-IOV VF, NIC) is not on a knit network: it takes pool addresses only when the
  * request names a network; otherwise its addresses are the request's own (runtimes/device).

@@ -2,8 +2,8 @@
 // difference in one sentence (CNI CHECK semantics, but with the reason spelled out).
 import type { ActionRunner } from './executor.js';
 import type { SandboxRecord } from './record.js';
-import type { CheckReport } from './types.js';
-import type { AddrInfo, RouteInfo } from '../net/ops.js';
+import type { CheckReport } from '../base/types.js';
+import type { AddrInfo, RouteInfo } from '../base/ops.js';
 import { findLinkIn } from '../net/find-link.js';
 
 /** The bridge each host end of a bridge-mode network belongs on: host device name -> bridge. */

@@ -1,9 +1,9 @@
 // Runs plans. Consecutive netlink ops for the same netns go to the kernel as one batch (one
 // crossing into the addon, one pool-thread hop); the journal entry covering them was written
 // before the batch started, so a crash anywhere inside it is repaired by the same inverses.
-import type { Op, OpResult } from '../net/ops.js';
-import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from './plan.js';
-import { KnitError, CniCode, asKnitError } from './errors.js';
+import type { Op, OpResult } from '../base/ops.js';
+import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from '../base/plan.js';
+import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 
 export interface ActionRunner {
   /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the

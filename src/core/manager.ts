@@ -1,23 +1,23 @@
 // The sandbox manager: per-sandbox locks, idempotent attach, plans run under a journal,
 // rollback on failure, detach that answers before the kernel's slow deletes.
 import { EventEmitter } from 'node:events';
-import type { Op, OpResult } from '../net/ops.js';
-import type { NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
-import { KnitError, CniCode, asKnitError } from './errors.js';
+import type { Op, OpResult } from '../base/ops.js';
+import type { NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
+import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError, type ActionRunner, type Failpoint } from './executor.js';
 import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { sweepLeakedDevices } from './sweep.js';
-import { chainAttachments, checkChains, displaySteps, withChainParts } from '../cni-exec/steps.js';
+import { chainAttachments, checkChains, displaySteps, withChainParts } from './cni-steps.js';
 import { chainStatus, gcNetwork } from '../cni-exec/network.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
 import { addInterface, attachedRequest, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
   AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
-} from './types.js';
+} from '../base/types.js';
 
 export interface RecordStorePort<T> {
   get(id: string): T | undefined;

@@ -1,10 +1,10 @@
 // The durable record of one sandbox: the request, the addresses it holds, the plan, and how
 // far it got. Written (fsync'd) before the first kernel change and at each state change, it
 // is the journal recovery works from, and the source IPAM is rebuilt from at start-up.
-import type { Step } from './plan.js';
-import type { AttachRequest, AttachResult, AttachmentState } from './types.js';
-import type { Allocation } from '../../runtimes/types.js';
-import type { InterfacePart } from './interface-plans.js';
+import type { Step } from '../base/plan.js';
+import type { AttachRequest, AttachResult, AttachmentState } from '../base/types.js';
+import type { Allocation } from '../base/strategy.js';
+import type { InterfacePart } from '../base/strategy.js';
 
 export interface NetnsIdentity { path: string; dev: number; ino: number }
 

@@ -1,10 +1,10 @@
 // Finds knit's devices that no record owns (a record lost with a crashed disk, a device left
 // by a bug) by their alias tag, and retires them. Objects without knit's tag are never touched.
 import type { ActionRunner } from './executor.js';
-import { parseAliasTag, reapGroup } from './names.js';
-import { tolerant } from './plan.js';
+import { parseAliasTag, reapGroup } from '../base/names.js';
+import { tolerant } from '../base/plan.js';
 import { ownedHostDevices, type SandboxRecord } from './record.js';
-import { retireLink } from '../../runtimes/common/pod-veth.js';
+import { retireLink } from '../net/retire.js';
 
 export async function sweepLeakedDevices(runner: ActionRunner, records: Iterable<SandboxRecord>): Promise<string[]> {
   const [{ links = [] }] = await runner.runOps(undefined, [{ op: 'link.list' }]);

@@ -5,7 +5,7 @@
 // The host handle lives as long as the runner; a sandbox netns gets a handle for one batch
 // only, because an open netlink socket pins its namespace, and a cached one would keep a
 // deleted pod's netns alive (and answer for it if a new pod were pinned at the same path).
-import type { HostAction, Op, OpResult } from '../net/ops.js';
+import type { HostAction, Op, OpResult } from '../base/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { runHostAction } from './host-actions.js';

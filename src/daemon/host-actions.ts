@@ -3,7 +3,7 @@
 // files a launcher reads, and CNI plugin chains (src/cni-exec).
 import { execFile } from 'node:child_process';
 import { unlink } from 'node:fs/promises';
-import type { HostAction, OpResult } from '../net/ops.js';
+import type { HostAction, OpResult } from '../base/ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
 import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
 import { withHandle } from '../net/handle.js';

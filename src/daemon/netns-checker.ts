@@ -1,7 +1,7 @@
 // The sandbox netns a request names must be a network namespace, and not the host's: said as
 // an INVALID_ARGUMENT about netns_path, which is what the caller got wrong.
 import { identifyNetns, NetnsError } from '../net/netns.js';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 import type { NetnsPort } from '../core/manager.js';
 import type { NetnsIdentity } from '../core/record.js';
 

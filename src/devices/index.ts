@@ -1,6 +1,6 @@
 // src/devices: SR-IOV VF / RDMA NIC inventory, DRA attributes and parameters, device
 // references, VFIO binding, and the VF state to restore. No netlink here: the PF-side VF ops
-// and netdev moves are expressed as src/net/ops.ts ops for the strategies to run.
+// and netdev moves are expressed as src/base/ops.ts ops for the strategies to run.
 export { Sysfs } from './sysfs.js';
 export { draDeviceName, bdfFromDraDeviceName, normalizeBdf, parseBdf } from './pci-address.js';
 export {

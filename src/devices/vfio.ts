@@ -12,7 +12,7 @@
 // restoreFromVfio is idempotent and finishes from any state a crash can leave (override written
 // but still bound, override written and unbound, bound to vfio-pci, already restored).
 // Concurrency: the caller holds a per-device lock; two binds of one BDF must not interleave.
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 import { describePciFunction } from './inventory.js';
 import { groupBlockers, iommuGroupName } from './iommu.js';
 import { parseBdf } from './pci-address.js';

@@ -8,7 +8,7 @@
 // reserve()s every address the records hold. The records are the single source of truth; a
 // second copy here could only disagree with them after a crash.
 
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 import { Pool, type PoolConfig, type PoolUsage } from './pool.js';
 import { parseIp, tryParseIp, type IpAddress, type IpFamily } from './ip.js';
 

@@ -1,7 +1,7 @@
 // One address pool: one network, one family. It knows its subnet, the dynamic range it hands
 // addresses out of, what it must never hand out, and who holds what.
 
-import { CniCode, KnitError } from '../core/errors.js';
+import { CniCode, KnitError } from '../base/errors.js';
 import { Intervals, type Interval } from './intervals.js';
 import { makeOccupancy, type Occupancy } from './occupancy.js';
 import {

@@ -1,5 +1,5 @@
 // Address reads.
-import type { AddrInfo, LinkRef } from './ops.js';
+import type { AddrInfo, LinkRef } from '../base/ops.js';
 import type { NetHandle } from './handle.js';
 
 /** Addresses of one link (or of all links), optionally of one family. */

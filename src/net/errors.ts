@@ -1,7 +1,7 @@
 // Kernel errors as sentences. The addon reports facts (errno, which op of a batch failed, the
 // kernel's extended-ack text, what it was doing); this turns them into what a user reads:
 //   EEXIST creating veth kn1a2b3c4d5e: a link with this name already exists in netns /run/netns/foo
-import type { LinkRef, Op, OpResult } from './ops.js';
+import type { LinkRef, Op, OpResult } from '../base/ops.js';
 
 /** The shape of an error thrown or rejected by the native Handle. */
 export interface NativeOpError extends Error {

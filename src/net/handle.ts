@@ -21,7 +21,7 @@
 // The daemon's event loop is never blocked for a kernel wait. While a pool batch is running
 // on a handle, quick batches for that handle go to the pool too: the socket serves one batch
 // at a time, and waiting for it on the JS thread would block the loop after all.
-import type { LinkInfo, Op, OpResult } from './ops.js';
+import type { LinkInfo, Op, OpResult } from '../base/ops.js';
 import { native } from './native.js';
 import { toKernelError } from './errors.js';
 

@@ -1,5 +1,5 @@
 // Link look-ups by name or index (never a full dump on the hot path).
-import type { LinkInfo, LinkRef } from './ops.js';
+import type { LinkInfo, LinkRef } from '../base/ops.js';
 import type { NetHandle } from './handle.js';
 import { findLinkIn } from './find-link.js';
 

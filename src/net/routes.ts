@@ -1,5 +1,5 @@
 // Route reads.
-import type { RouteInfo } from './ops.js';
+import type { RouteInfo } from '../base/ops.js';
 import type { NetHandle } from './handle.js';
 
 /** Routes of one table (default: main), optionally of one family. Cached clones excluded. */

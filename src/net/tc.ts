@@ -1,5 +1,5 @@
 // tc reads, and the Kata veth<->tap splice as ops.
-import type { FilterInfo, LinkRef, Op, QdiscInfo } from './ops.js';
+import type { FilterInfo, LinkRef, Op, QdiscInfo } from '../base/ops.js';
 import type { NetHandle } from './handle.js';
 
 export async function listQdiscs(h: NetHandle, link?: LinkRef): Promise<QdiscInfo[]> {

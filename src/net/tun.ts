@@ -1,6 +1,6 @@
 // tun/tap devices made inside the handle's netns.
 import type { NetHandle } from './handle.js';
-import type { TunAddOp } from './ops.js';
+import type { TunAddOp } from '../base/ops.js';
 
 export interface TapMade {
   index: number;

@@ -1,5 +1,5 @@
 // SR-IOV VF state as the PF reports it.
-import type { LinkRef, VfInfo } from './ops.js';
+import type { LinkRef, VfInfo } from '../base/ops.js';
 import type { NetHandle } from './handle.js';
 
 /** The PF's VFs (empty for a link without SR-IOV). */

@@ -1,7 +1,7 @@
 // Bandwidth limits from InterfaceRequest.bandwidth and the kubernetes.io/*-bandwidth pod
 // annotations: units, defaults, conflicts, and refusals naming the field.
 import test from 'ava';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { validateAttach } from '../../src/api/validate.js';
 import { defaultBurst, parseQuantity } from '../../src/api/bandwidth.js';
 import { parseInterface } from '../../src/cli/flags.js';

@@ -2,7 +2,7 @@
 // no kernel underneath. It is not a stand-in for hardware: core is simply out of scope here.
 // It behaves as core promises: idempotent attach/detach, NOT_FOUND for unknown sandboxes,
 // RESOURCE_EXHAUSTED when its small pool runs out.
-import { KnitError, CniCode } from '../../src/core/errors.js';
+import { KnitError, CniCode } from '../../src/base/errors.js';
 import type {
   AttachRequest,
   AttachResult,
@@ -11,7 +11,7 @@ import type {
   SandboxRecordView,
   SandboxService,
   WatchEvent,
-} from '../../src/core/types.js';
+} from '../../src/base/types.js';
 
 export class MemorySandboxService implements SandboxService {
   readonly records = new Map<string, SandboxRecordView>();

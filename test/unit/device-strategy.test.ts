@@ -1,15 +1,15 @@
 // The device strategy's prepare() and plans, against a simulated sysfs (no SR-IOV hardware on
 // this machine) and a recorded kernel: link.get / addr.list answers written out here in the
-// shape src/net/ops.ts gives them. The PF-side tests check the exact vf.set ops and their
+// shape src/base/ops.ts gives them. The PF-side tests check the exact vf.set ops and their
 // inverses with the recorded values; the vf.set encoding itself is checked byte for byte
 // against iproute2 in test/kernel/net-vf.test.ts.
 import test, { type ExecutionContext } from 'ava';
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { AddrInfo, LinkInfo, Op, OpResult } from '../../src/net/ops.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { AddrInfo, LinkInfo, Op, OpResult } from '../../src/base/ops.js';
 import { planDevice, prepareDevice, withDevices, HOST_NETNS } from '../../runtimes/device/index.js';
 import type { PreparedDevice } from '../../runtimes/device/index.js';
-import type { InterfacePlan, PrepareContext, Strategy } from '../../runtimes/types.js';
+import type { InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
 import { createSriovNode, NODE } from '../fixtures/fake-sysfs.js';
 import { makeInput, NETNS, SANDBOX } from './strategy-plan-check.js';
 

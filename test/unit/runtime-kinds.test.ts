@@ -1,10 +1,10 @@
-// The runtime list in src/core/runtime-kinds.ts and the knit.v1.Runtime enum in the proto are
+// The runtime list in src/base/runtime-kinds.ts and the knit.v1.Runtime enum in the proto are
 // the two places a runtime is declared; everything else derives from the list. They must agree.
 import test from 'ava';
 import * as protoLoader from '@grpc/proto-loader';
 import path from 'node:path';
 import { protoDir } from '../../src/api/proto.js';
-import { RUNTIME_KINDS, runtimeFromWireName, runtimeWireName } from '../../src/core/runtime-kinds.js';
+import { RUNTIME_KINDS, runtimeFromWireName, runtimeWireName } from '../../src/base/runtime-kinds.js';
 import { parseRuntime } from '../../src/cli/flags.js';
 import { strategies } from '../../runtimes/index.js';
 

@@ -3,9 +3,9 @@
 import test from 'ava';
 import { kataStrategy } from '../../runtimes/kata/index.js';
 import { strategies } from '../../runtimes/index.js';
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { FileWriteAction, RouteOp, TunAddOp } from '../../src/net/ops.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { FileWriteAction, RouteOp, TunAddOp } from '../../src/base/ops.js';
 import type { VmHandoff } from '../../runtimes/common/handoff.js';
 import type { DanConfig } from '../../runtimes/kata/dan.js';
 import { makeInput, NETNS, SANDBOX, V4, V6, inNetns, ops, planProblems } from './strategy-plan-check.js';

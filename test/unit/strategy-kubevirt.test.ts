@@ -2,10 +2,10 @@
 // kernel tier runs the same plans in a netns.
 import test from 'ava';
 import { kubevirtStrategy } from '../../runtimes/kubevirt/index.js';
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { LinkAddOp, NftApplyAction, TunAddOp } from '../../src/net/ops.js';
-import type { Step } from '../../src/core/plan.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { LinkAddOp, NftApplyAction, TunAddOp } from '../../src/base/ops.js';
+import type { Step } from '../../src/base/plan.js';
 import type { VmHandoff } from '../../runtimes/common/handoff.js';
 import { makeInput, NETNS, V4, V6, createdLinks, inNetns, planProblems } from './strategy-plan-check.js';
 

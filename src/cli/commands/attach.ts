@@ -5,7 +5,7 @@ import { usageError } from '../exit.js';
 import { parseInterface, parseKeyValues, parsePod, parsePort, parseRuntime } from '../flags.js';
 import { json, plain, table } from '../format.js';
 import { lower, renderResult } from '../render.js';
-import { RUNTIME_KINDS } from '../../core/runtime-kinds.js';
+import { RUNTIME_KINDS } from '../../base/runtime-kinds.js';
 
 const attachOptions = {
   id: { type: 'string' },

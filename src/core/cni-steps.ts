@@ -1,12 +1,12 @@
 // Where a plan's CNI steps meet core: after the steps ran, each chain ADD's result becomes
 // its interface's part of the answer; `knit check` adds each chain's CHECK.
-import type { OpResult } from '../net/ops.js';
-import type { Step } from '../core/plan.js';
-import type { InterfacePart } from '../core/interface-plans.js';
-import { chainPart } from './result.js';
-import { parseConflist } from './conflist.js';
-import { checkChain, pluginConfig } from './chain.js';
-import type { PluginLog } from './invoke.js';
+import type { OpResult } from '../base/ops.js';
+import type { Step } from '../base/plan.js';
+import type { InterfacePart } from '../base/strategy.js';
+import { chainPart } from '../cni-exec/result.js';
+import { parseConflist } from '../cni-exec/conflist.js';
+import { checkChain, pluginConfig } from '../cni-exec/chain.js';
+import type { PluginLog } from '../cni-exec/invoke.js';
 
 export function withChainParts(parts: InterfacePart[], steps: Step[], outcomes: OpResult[]): InterfacePart[] {
   let out = parts;

@@ -1,7 +1,7 @@
 // A plan is the ordered list of kernel changes one attach makes, each with its inverse. It is
 // plain data: the journal stores it before the first step runs, `knit plan` prints it, and
 // recovery after a crash replays the inverses without the strategy that made it.
-import { DEVICE_ACTION_OPS, type HostAction, type Op } from '../net/ops.js';
+import { DEVICE_ACTION_OPS, type HostAction, type Op } from './ops.js';
 
 export type { HostAction };
 

@@ -1,10 +1,19 @@
 // The contract between core and a runtime strategy: core hands over one interface of one
 // sandbox with its addresses already allocated; the strategy answers with the steps that
 // build it and the result a launcher or kubelet needs. Strategies compute; they never run.
-import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from '../src/core/types.js';
-import type { Step } from '../src/core/plan.js';
-import type { CniSettings } from '../src/config/resolve.js';
-import type { Op, OpResult } from '../src/net/ops.js';
+import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from './types.js';
+import type { Step } from './plan.js';
+import type { Op, OpResult } from './ops.js';
+
+/** mode "cni": the chain and how to run it (src/cni-exec). */
+export interface CniSettings {
+  /** Inline conflist text (an object in the file is kept as its JSON text). */
+  conflist?: string;
+  conflistFile?: string;
+  pluginDirs: string[];
+  cacheDir: string;
+  timeoutMs: number;
+}
 
 export interface NetworkSpec {
   name: string;
@@ -87,4 +96,17 @@ export interface Strategy {
    * planInterface; the answer reaches planInterface as input.prepared. Changes nothing. */
   prepare?(input: InterfaceInput, ctx: PrepareContext): Promise<unknown>;
   planInterface(input: InterfaceInput): InterfacePlan;
+}
+
+/** One interface's share of a sandbox's result, as its strategy answered it. */
+export interface InterfacePart {
+  ifname: string;
+  interfaces: ResultInterface[];
+  /** `interface` indexes this part's own interfaces. */
+  ips: PlannedIp[];
+  routes: ResultRoute[];
+  /** The network's DNS when the part was planned. */
+  dns?: DnsConfig;
+  /** The interface's device slot (InterfaceInput.slot). Absent: its position at Attach. */
+  slot?: number;
 }

@@ -150,7 +150,7 @@ export interface Extension {
   order: number;
 }
 
-/** What src/api calls. Errors are KnitError (src/core/errors.ts) with a code the API maps. */
+/** What src/api calls. Errors are KnitError (src/base/errors.ts) with a code the API maps. */
 export interface SandboxService {
   attach(req: AttachRequest): Promise<AttachResult>;
   detach(sandboxId: string, netnsPath?: string): Promise<void>;
