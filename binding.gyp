@@ -31,7 +31,8 @@
         "native/src/nl/sysctl_tun_ops.cc",
         "native/src/nl/exec.cc",
         "native/src/nl/prepare.cc",
-        "native/src/nl/to_js.cc"
+        "native/src/nl/to_js.cc",
+        "native/src/nl/describe_js.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

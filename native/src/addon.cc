@@ -8,6 +8,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   knit::InitFdpassBindings(env, exports);
   knit::InitPeercredBindings(env, exports);
   knit::InitMonitorBindings(env, exports);
+  knit::InitDescribeBindings(env, exports);
   knit::Handle::Init(env, exports);
   return exports;
 }

@@ -8,5 +8,6 @@ void InitNetnsBindings(Napi::Env env, Napi::Object exports);     // netns_js.cc
 void InitFdpassBindings(Napi::Env env, Napi::Object exports);    // fdpass_js.cc
 void InitPeercredBindings(Napi::Env env, Napi::Object exports);  // peercred.cc
 void InitMonitorBindings(Napi::Env env, Napi::Object exports);   // monitor_js.cc
+void InitDescribeBindings(Napi::Env env, Napi::Object exports);  // nl/describe_js.cc
 
 }  // namespace knit

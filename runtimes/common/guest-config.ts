@@ -2,7 +2,7 @@
 // pod would get on its veth. It is read off the pod-veth plan, so the guest and the pod can
 // never disagree about the network; VM strategies that give the guest the pod's addresses
 // drop those sandbox-side L3 steps (splitPodL3) and hand the config over instead.
-import type { NeighOp, RouteOp } from '../../src/base/ops.js';
+import type { NeighAddOp, RouteOp } from '../../src/base/ops.js';
 import type { Step } from '../../src/base/plan.js';
 import type { DnsConfig } from '../../src/base/types.js';
 import type { PlannedIp } from '../../src/base/strategy.js';
@@ -72,7 +72,7 @@ export function guestConfigFrom(
         ...(r.metric ? { metric: r.metric } : {}),
       });
     } else if (s.do.op === 'neigh.add') {
-      const n = s.do as NeighOp;
+      const n = s.do as NeighAddOp;
       if (n.lladdr && !n.proxy) neighbors.push({ address: n.address, mac: n.lladdr, state: 'permanent' });
     }
   }

@@ -78,7 +78,7 @@ export interface LinkSetOp extends Tolerant {
 
 export interface LinkDelOp extends Tolerant { op: 'link.del'; link: LinkRef }
 /** Deletes every link in a group with one RTM_DELLINK: one RCU wait for all of them. */
-export interface LinkDelGroupOp { op: 'link.delGroup'; group: number }
+export interface LinkDelGroupOp extends Tolerant { op: 'link.delGroup'; group: number }
 export interface LinkGetOp { op: 'link.get'; link: LinkRef; /** include IFLA_VFINFO_LIST */ vfs?: boolean }
 export interface LinkListOp { op: 'link.list'; kind?: string }
 
@@ -111,15 +111,18 @@ export interface RouteOp extends Tolerant {
 }
 export interface RouteListOp { op: 'route.list'; family?: 4 | 6; table?: number }
 
-export interface NeighOp extends Tolerant {
-  op: 'neigh.add' | 'neigh.del';
+export interface NeighAddOp extends Tolerant {
+  op: 'neigh.add';
   link: LinkRef;
   address: string;
-  /** Required for add (permanent entry); absent for proxy entries. */
+  /** Required for a permanent entry; absent for a proxy entry. */
   lladdr?: string;
   /** NTF_PROXY entry: answer NDP/ARP for this address on link (routed mode). */
   proxy?: boolean;
 }
+/** A delete names the entry by (link, address, proxy); the link-layer address plays no part. */
+export interface NeighDelOp extends Tolerant { op: 'neigh.del'; link: LinkRef; address: string; proxy?: boolean }
+export type NeighOp = NeighAddOp | NeighDelOp;
 export interface NeighListOp { op: 'neigh.list'; link?: LinkRef; family?: 4 | 6 }
 
 export interface QdiscOp extends Tolerant {
