@@ -9,15 +9,9 @@
 //     already bound the function to vfio-pci).
 import type { RuntimeKind } from '../../src/base/types.js';
 import { VFIO_CONTAINER_DEVICE } from '../../src/devices/vfio.js';
-import type { GuestConfig } from '../common/guest-config.js';
+import type { GuestConfig, NetworkData, VfioHandoff } from '../../src/base/handoff.js';
 import { danDevice } from '../kata/dan.js';
 import type { PreparedDevice } from './prepared.js';
-
-export interface NetworkData {
-  interfaceName: string;
-  ips: string[];
-  hardwareAddress: string;
-}
 
 export function draDevice(d: PreparedDevice): Record<string, string> {
   const out: Record<string, string> = { device: d.draName };
@@ -50,9 +44,9 @@ export function vfioHandoff(
   d: PreparedDevice,
   guest: GuestConfig,
   networkData: NetworkData,
-): Record<string, unknown> {
+): VfioHandoff {
   const group = d.iommuGroup!;
-  const out: Record<string, unknown> = {
+  const out: VfioHandoff = {
     runtime,
     model: 'vfio',
     pciAddress: d.pciAddress,

@@ -3,7 +3,7 @@
 // runtime-rs (src/runtime-rs/crates/resource/src/network/dan.rs, the side that accepts
 // host-tap; the Go runtime accepts only vfio devices). When the file exists Kata uses it
 // exclusively and scans no netns.
-import type { GuestConfig } from '../common/guest-config.js';
+import type { GuestConfig } from '../../src/base/handoff.js';
 
 /** linux/neighbour.h, linux/rtnetlink.h */
 const NUD_PERMANENT = 0x80;

@@ -11,7 +11,7 @@ import { aliasTag } from '../../src/base/names.js';
 import { KnitError } from '../../src/base/errors.js';
 import { chainFamilies, podSide } from '../cni/pod-side.js';
 import { planTap } from '../common/tap.js';
-import type { GuestConfig } from '../common/guest-config.js';
+import type { GuestConfig } from '../../src/base/handoff.js';
 import { tapHandoff } from '../common/handoff.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtBridgeName, kubevirtTapName } from './names.js';
