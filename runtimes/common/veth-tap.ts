@@ -10,7 +10,7 @@ import { planTap } from './tap.js';
 import { planRedirect } from './tc-redirect.js';
 import { guestConfigFrom, splitPodL3 } from './guest-config.js';
 import type { GuestConfig, TapHandoff, TapModel } from '../../src/base/handoff.js';
-import { tapHandoff } from './handoff.js';
+import { tapHandoff } from './tap-handoff.js';
 
 export interface VethTapOptions {
   tap: string;

@@ -11,7 +11,7 @@ import type { RuntimeKind } from '../../src/base/types.js';
 import { VFIO_CONTAINER_DEVICE } from '../../src/devices/vfio.js';
 import type { GuestConfig, NetworkData, VfioHandoff } from '../../src/base/handoff.js';
 import { danDevice } from '../kata/dan.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 
 export function draDevice(d: PreparedDevice): Record<string, string> {
   const out: Record<string, string> = { device: d.draName };

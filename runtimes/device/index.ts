@@ -7,7 +7,7 @@ import { KnitError } from '../../src/base/errors.js';
 import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
 import { planNetdev } from './netdev.js';
 import { prepareDevice } from './prepare.js';
-import { isPreparedDevice } from './prepared.js';
+import { isPreparedDevice } from './prepared-device.js';
 import { planVfio } from './vfio.js';
 
 export function planDevice(input: InterfaceInput): InterfacePlan {
@@ -35,4 +35,4 @@ export function withDevices(inner: Strategy): Strategy {
 export { prepareDevice } from './prepare.js';
 export { planNetdev, HOST_NETNS } from './netdev.js';
 export { planVfio } from './vfio.js';
-export type { PreparedDevice } from './prepared.js';
+export type { PreparedDevice } from './prepared-device.js';

@@ -13,7 +13,7 @@ import { Sysfs } from '../../src/devices/sysfs.js';
 import { VFIO_DRIVER } from '../../src/devices/vfio.js';
 import { findLinkIn } from '../../src/net/find-link.js';
 import type { InterfaceInput, PrepareContext } from '../../src/base/strategy.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 import { interfaceIndex } from '../common/binding-options.js';
 
 const precondition = (field: string, message: string) => new KnitError('FAILED_PRECONDITION', `${field}: ${message}`, { field });

@@ -17,7 +17,7 @@ import { vfioHandoff } from './handoff.js';
 import { deviceL3 } from './l3.js';
 import { claimStep } from './netdev.js';
 import { pfSideSteps } from './pf-side.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 
 export function planVfio(input: InterfaceInput, d: PreparedDevice): InterfacePlan {
   const p = d.ref.parameters;

@@ -12,7 +12,7 @@ import { KnitError } from '../../src/base/errors.js';
 import { chainFamilies, podSide } from '../cni/pod-side.js';
 import { planTap } from '../common/tap.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtBridgeName, kubevirtTapName } from './names.js';
 import { natRuleset } from './nft.js';

@@ -1,7 +1,7 @@
 // ResultInterface.handoff: what the consumer of an interface needs beyond the device itself.
 // Three shapes, told apart by `model`:
 //   - a tap or macvtap a VMM opens (Kata tcfilter/macvtap/host-tap, KubeVirt tap/masquerade/
-//     bridge), built by runtimes/common/handoff.ts, with the guest's network configuration;
+//     bridge), built by runtimes/common/tap-handoff.ts, with the guest's network configuration;
 //   - a PCI function bound to vfio-pci for a VM (runtimes/device/vfio.ts);
 //   - a device netdev moved into the sandbox (runtimes/device/netdev.ts).
 // Plain JSON: it is stored in the record and sent as a google.protobuf.Struct.
@@ -82,7 +82,7 @@ export interface TapHandoff {
   nat?: Record<string, unknown>;
   /** KubeVirt: the libvirt <interface> for the tap. */
   libvirt?: { target: string; interface: string };
-  /** Added to each answer by the daemon (src/daemon/handoff.ts): where and with which one-time
+  /** Added to each answer by the daemon (src/daemon/tap-fd-server.ts): where and with which one-time
    * token a launcher takes the tap's open fds. */
   fdSocket?: string;
   token?: string;
