@@ -6,7 +6,7 @@
 import { KnitError } from '../../src/base/errors.js';
 import { hasPfSettings } from '../../src/devices/params.js';
 import { readRdmaNetnsMode, type PciNetDevice } from '../../src/devices/inventory.js';
-import { groupBlockers } from '../../src/devices/iommu.js';
+import { groupBlockers } from '../../src/devices/vfio.js';
 import { captureVfState, pfQueryOp } from '../../src/devices/netdev-state.js';
 import { parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
 import { Sysfs } from '../../src/devices/sysfs.js';

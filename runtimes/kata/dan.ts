@@ -57,4 +57,11 @@ export function danDevice(tapName: string, queues: number, guest: GuestConfig): 
   };
 }
 
+/** A PCI function bound to vfio-pci, as the DAN file describes it (runtime-rs dan.rs: {type:
+ * "vfio", pci_device_id}); the guest's network config rides along like a tap's. */
+export function danVfioDevice(pciAddress: string, guest: GuestConfig): Record<string, unknown> {
+  const { name, guest_mac, network_info } = danDevice('', 0, guest);
+  return { name, guest_mac, device: { type: 'vfio', pci_device_id: pciAddress }, network_info };
+}
+
 export const danPath = (danDir: string, sandboxId: string) => `${danDir === '/' ? '' : danDir}/${sandboxId}.json`;
