@@ -5,7 +5,7 @@
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
 import type { PodVeth } from './pod-veth.js';
-import { podSide } from '../cni/pod-side.js';
+import { podSide } from '../with-cni-chains/pod-side.js';
 import { planTap } from './tap.js';
 import { planRedirect } from './tc-redirect.js';
 import { guestConfigFrom, splitPodL3 } from './guest-config.js';

@@ -9,7 +9,7 @@ import type { Step } from '../../src/base/plan.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
 import { KnitError } from '../../src/base/errors.js';
-import { chainFamilies, podSide } from '../cni/pod-side.js';
+import { chainFamilies, podSide } from '../with-cni-chains/pod-side.js';
 import { planTap } from '../common/tap.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
 import { tapHandoff } from '../common/tap-handoff.js';

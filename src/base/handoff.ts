@@ -2,8 +2,8 @@
 // Three shapes, told apart by `model`:
 //   - a tap or macvtap a VMM opens (Kata tcfilter/macvtap/host-tap, KubeVirt tap/masquerade/
 //     bridge), built by runtimes/common/tap-handoff.ts, with the guest's network configuration;
-//   - a PCI function bound to vfio-pci for a VM (runtimes/device/vfio.ts);
-//   - a device netdev moved into the sandbox (runtimes/device/netdev.ts).
+//   - a PCI function bound to vfio-pci for a VM (runtimes/with-devices/vfio.ts);
+//   - a device netdev moved into the sandbox (runtimes/with-devices/netdev.ts).
 // Plain JSON: it is stored in the record and sent as a google.protobuf.Struct.
 import type { DnsConfig, RuntimeKind } from './types.js';
 
