@@ -6,7 +6,8 @@
 import type { Allocation, InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { podMac } from '../../src/base/names.js';
 import { planPodVeth, type PodVeth } from './pod-veth.js';
-import { guestConfigFrom, splitPodL3, type GuestConfig } from './guest-config.js';
+import { guestConfigFrom, splitPodL3 } from './guest-config.js';
+import type { GuestConfig } from '../../src/base/handoff.js';
 
 /** The MAC the network knows this interface by (what runc would give the pod end). */
 export function guestMac(input: InterfaceInput): string {

@@ -13,7 +13,7 @@ import { KnitError } from '../../src/base/errors.js';
 import { planPodVeth, ROUTED_HOST_MAC } from '../common/pod-veth.js';
 import { guestConfigFrom, splitPodL3 } from '../common/guest-config.js';
 import { planTap } from '../common/tap.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { danDevice, danPath, type DanConfig } from './dan.js';
 import type { KataOptions } from './options.js';
 

@@ -6,9 +6,11 @@ import { kataOptions } from './options.js';
 import { planTcFilter } from './tcfilter.js';
 import { planMacvtap } from './macvtap.js';
 import { planHostTap } from './host-tap.js';
+import { danVfioDevice } from './dan.js';
 
 export const kataStrategy: Strategy = {
   runtime: 'kata',
+  vfio: { delivery: 'dan', entry: (pciAddress, guest) => ({ dan: danVfioDevice(pciAddress, guest) }) },
   planInterface(input) {
     const opts = kataOptions(input);
     switch (opts.mode) {

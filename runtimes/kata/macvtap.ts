@@ -8,7 +8,7 @@
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
 import { guestMac, lowerMac, planGuestVeth } from '../common/guest-veth.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { kataTapName } from './names.js';
 import type { KataOptions } from './options.js';
 

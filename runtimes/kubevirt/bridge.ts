@@ -17,7 +17,7 @@ import { aliasTag } from '../../src/base/names.js';
 import { ROUTED_GW6 } from '../common/pod-veth.js';
 import { lowerMac, planGuestVeth } from '../common/guest-veth.js';
 import { planTap } from '../common/tap.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtBridgeName, kubevirtNicName, kubevirtTapName } from './names.js';
 import type { KubevirtOptions } from './options.js';

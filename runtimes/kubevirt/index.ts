@@ -8,9 +8,11 @@ import { planTapBinding } from './tap.js';
 import { planMasquerade } from './masquerade.js';
 import { planBridgeBinding } from './bridge.js';
 import { kubevirtTapName } from './names.js';
+import { libvirtHostdevXml } from './libvirt.js';
 
 export const kubevirtStrategy: Strategy = {
   runtime: 'kubevirt',
+  vfio: { delivery: 'agent', entry: (pciAddress, guest) => ({ libvirt: { hostdev: libvirtHostdevXml(pciAddress, guest.name) } }) },
   planInterface(input) {
     const opts = kubevirtOptions(input);
     // Two interfaces must not derive the same tap name (eth1 and a short name at index 1).

@@ -12,6 +12,7 @@ import type {
   WatchEvent,
 } from '../base/types.js';
 import { toStruct } from './struct.js';
+import { guestName } from '../base/handoff.js';
 import { runtimeWireName } from '../base/runtime-kinds.js';
 import type {
   PhaseName,
@@ -49,7 +50,7 @@ function dnsToWire(d: DnsConfig | undefined): WireDns | null {
 /** The name a pod (or its VM guest) knows an interface by: a host-side tap or a VFIO device
  * that carries the pod's addresses is the guest's NIC of that name. */
 function podSideName(iface: AttachResult['interfaces'][number]): string {
-  return (iface.handoff as { guest?: { name?: string } } | undefined)?.guest?.name ?? iface.name;
+  return guestName(iface.handoff) ?? iface.name;
 }
 
 /**

@@ -4,6 +4,7 @@
 import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from './types.js';
 import type { Step } from './plan.js';
 import type { Op, OpResult } from './ops.js';
+import type { GuestConfig, VfioHandoff } from './handoff.js';
 
 /** mode "cni": the chain and how to run it (src/cni-exec). */
 export interface CniSettings {
@@ -90,8 +91,20 @@ export interface PrepareContext {
   lock(key: string): string | undefined;
 }
 
+/** How a VM runtime takes a PCI function knit bound to vfio-pci (device mode "vfio"). */
+export interface VfioGuest {
+  /** How the guest learns its network configuration. */
+  delivery: GuestConfig['delivery'];
+  /** The runtime's own description of the device, added to the hand-off (Kata's DAN device,
+   * libvirt's <hostdev>). */
+  entry(pciAddress: string, guest: GuestConfig): Partial<VfioHandoff>;
+}
+
 export interface Strategy {
   runtime: RuntimeKind;
+  /** VM runtimes: how a vfio-bound device reaches the guest. Absent: the guest configures
+   * itself through its agent and the hand-off carries no runtime entry. */
+  vfio?: VfioGuest;
   /** Optional: the reads a plan needs (a device's original state), awaited before
    * planInterface; the answer reaches planInterface as input.prepared. Changes nothing. */
   prepare?(input: InterfaceInput, ctx: PrepareContext): Promise<unknown>;

@@ -2,6 +2,7 @@
 // these and back; core and the runtime strategies never see protobuf.
 
 import type { RuntimeKind } from './runtime-kinds.js';
+import type { Handoff } from './handoff.js';
 export type { RuntimeKind } from './runtime-kinds.js';
 
 export interface PortMapping {
@@ -70,8 +71,8 @@ export interface ResultInterface {
   /** CNI 1.1 interface fields: vhost-user socket, and the PCI address of a VF/VFIO device. */
   socketPath?: string;
   pciId?: string;
-  /** Runtime hand-off (VM runtimes): free-form, documented per strategy. */
-  handoff?: Record<string, unknown>;
+  /** What a VMM, launcher or DRA driver needs beyond the device (src/base/handoff.ts). */
+  handoff?: Handoff;
 }
 
 export interface ResultIp {

@@ -8,6 +8,7 @@ import { validateAddInterface, validateAttach, validateSandboxId } from '../api/
 import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
 import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
+import { guestName } from '../base/handoff.js';
 
 export interface CniAnswer {
   exitCode: number;
@@ -197,22 +198,19 @@ export class CniFrontend {
 }
 
 function hasInterface(r: AttachResult, ifname: string): boolean {
-  return r.interfaces.some((i) => i.sandbox && i.name === ifname) || r.interfaces.some((i) => guestName(i) === ifname);
+  return r.interfaces.some((i) => i.sandbox && i.name === ifname) || r.interfaces.some((i) => guestName(i.handoff) === ifname);
 }
 
-function guestName(i: AttachResult['interfaces'][number]): string | undefined {
-  return (i.handoff as { guest?: { name?: string } } | undefined)?.guest?.name;
-}
 
 /**
  * The part of a sandbox's result that is about one CNI_IFNAME: its pod-side interface, the
  * host device just before it (veth host end), their ips and routes' owner.
  */
 export function only(r: AttachResult, ifname: string): AttachResult {
-  if (r.interfaces.filter((i) => i.sandbox || guestName(i)).length <= 1) return r;
-  const pod = r.interfaces.findIndex((i) => (i.sandbox && i.name === ifname) || guestName(i) === ifname);
+  if (r.interfaces.filter((i) => i.sandbox || guestName(i.handoff)).length <= 1) return r;
+  const pod = r.interfaces.findIndex((i) => (i.sandbox && i.name === ifname) || guestName(i.handoff) === ifname);
   if (pod < 0) return r;
-  const keep = pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!) ? [pod - 1, pod] : [pod];
+  const keep = pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!.handoff) ? [pod - 1, pod] : [pod];
   const index = new Map(keep.map((k, n) => [k, n]));
   return {
     ...r,

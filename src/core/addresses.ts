@@ -7,7 +7,7 @@ import { ipamOwner, type InterfaceAllocation } from './record.js';
 import { KnitError } from '../base/errors.js';
 
 /** A device (SR-IOV VF, NIC) is not on a knit network: it takes pool addresses only when the
- * request names a network; otherwise its addresses are the request's own (runtimes/device).
+ * request names a network; otherwise its addresses are the request's own (runtimes/with-devices).
  * A CNI network's addresses come from its chain's IPAM plugin (static ones as the "ips"
  * capability), never from knit's pools. */
 const takesNoPoolAddresses = (iface: InterfaceRequest, net: NetworkSpec) => (iface.device !== undefined && !iface.network) || net.mode === 'cni';

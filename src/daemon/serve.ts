@@ -26,7 +26,7 @@ import { KnitMetrics, startMetricsServer } from './metrics.js';
 import { failpointsFromEnv } from './failpoints.js';
 import { NetnsChecker } from './netns-checker.js';
 import { PinnedNetns } from './pinned-netns.js';
-import { HandoffTokens, startHandoffServer } from './handoff.js';
+import { HandoffTokens, startHandoffServer } from './tap-fd-server.js';
 import { publishLinkEvents } from './link-events.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
 import { drainDeleteQueue, startCniServer } from '../cni-frontend/server.js';

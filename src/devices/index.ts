@@ -13,7 +13,7 @@ export {
   type DeviceParameters, type DeviceRoute, type AttachMode, type VlanProto, type VfLinkState,
 } from './params.js';
 export { parseDeviceRef, resolveDevice, resolveVf, type DeviceRef, type DeviceRefInput, type ResolveOptions } from './reference.js';
-export { isDmaSafeDriver, iommuGroupMembers, groupBlockers, type GroupMember } from './iommu.js';
+export { isDmaSafeDriver, iommuGroupMembers, groupBlockers, type GroupMember } from './vfio.js';
 export {
   bindToVfio, restoreFromVfio, VFIO_DRIVER, VFIO_CONTAINER_DEVICE,
   type VfioBinding, type VfioBindOptions, type BindIntent, type RestoreResult,

@@ -23,7 +23,7 @@ import { draDevice, rdmaHandoff } from './handoff.js';
 import { deviceL3 } from './l3.js';
 import { pfSideSteps } from './pf-side.js';
 import { podName } from './prepare.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 
 /** The daemon's own netns, as the addon opens it when it sends the request. */
 export const HOST_NETNS = '/proc/self/ns/net';

@@ -1,7 +1,8 @@
 // vfio mode: the PCI function goes to a VM whole. Nothing enters the sandbox netns; knit sets
 // the PF side (the guest owns the VF, so its MAC and VLAN can only be set from the PF), binds
 // the function to vfio-pci and answers with what the VMM opens (/dev/vfio/<group> and
-// /dev/vfio/vfio) and what the guest should configure.
+// /dev/vfio/vfio), what the guest should configure, and the VM runtime's own entry for the
+// device (Strategy.vfio: Kata's DAN "vfio" device, libvirt's <hostdev>).
 //
 //   PF side       vf.set on the PF (+ MAC read-back)      undo: vf.set with the recorded values
 //   claim         (when it has a netdev) still <name>     undo: device.return — the netdev comes
@@ -12,14 +13,17 @@
 import type { Step } from '../../src/base/plan.js';
 import type { VfioBindAction, VfioRestoreAction } from '../../src/base/ops.js';
 import { guestConfigFrom } from '../common/guest-config.js';
-import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
-import { vfioHandoff } from './handoff.js';
+import type { InterfaceInput, InterfacePlan, VfioGuest } from '../../src/base/strategy.js';
+import { draDevice } from './handoff.js';
+import { VFIO_CONTAINER_DEVICE } from '../../src/devices/vfio.js';
+import type { GuestConfig, NetworkData, VfioHandoff } from '../../src/base/handoff.js';
+import type { RuntimeKind } from '../../src/base/types.js';
 import { deviceL3 } from './l3.js';
 import { claimStep } from './netdev.js';
 import { pfSideSteps } from './pf-side.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 
-export function planVfio(input: InterfaceInput, d: PreparedDevice): InterfacePlan {
+export function planVfio(input: InterfaceInput, d: PreparedDevice, vm: VfioGuest | undefined): InterfacePlan {
   const p = d.ref.parameters;
   const root = d.sysfsRoot === '/sys' ? {} : { sysfsRoot: d.sysfsRoot };
   const driver = d.driver ? { originalDriver: d.driver } : {};
@@ -40,7 +44,7 @@ export function planVfio(input: InterfaceInput, d: PreparedDevice): InterfacePla
     mac: mac === '00:00:00:00:00:00' ? (d.netdev?.mac ?? '') : mac,
     mtu: p.mtu ?? input.iface.mtu ?? d.netdev?.mtu ?? 1500,
     ...(input.request.dns ? { dns: input.request.dns } : {}),
-    delivery: input.request.runtime === 'kata' ? 'dan' : 'agent',
+    delivery: vm?.delivery ?? 'agent',
   });
   const networkData = { interfaceName: name, ips: l3.ips.map((ip) => ip.address), hardwareAddress: guest.mac };
   return {
@@ -52,10 +56,36 @@ export function planVfio(input: InterfaceInput, d: PreparedDevice): InterfacePla
         ...(guest.mac ? { mac: guest.mac } : {}),
         mtu: guest.mtu,
         pciId: d.pciAddress,
-        handoff: vfioHandoff(input.request.runtime, d, guest, networkData),
+        handoff: vfioHandoff(input.request.runtime, d, guest, networkData, vm),
       },
     ],
     ips: l3.ips,
     routes: l3.routes,
+  };
+}
+
+function vfioHandoff(
+  runtime: RuntimeKind,
+  d: PreparedDevice,
+  guest: GuestConfig,
+  networkData: NetworkData,
+  vm: VfioGuest | undefined,
+): VfioHandoff {
+  const group = d.iommuGroup!;
+  return {
+    runtime,
+    model: 'vfio',
+    pciAddress: d.pciAddress,
+    iommuGroup: group,
+    vfioDevice: `/dev/vfio/${group}`,
+    containerDevice: VFIO_CONTAINER_DEVICE,
+    originalDriver: d.driver ?? null,
+    mac: guest.mac,
+    mtu: guest.mtu,
+    podIpsOn: 'guest',
+    guest,
+    networkData,
+    draDevice: draDevice(d),
+    ...vm?.entry(d.pciAddress, guest),
   };
 }

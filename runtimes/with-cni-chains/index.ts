@@ -126,6 +126,7 @@ function refuseUnbuiltModels(input: InterfaceInput, runtime: string): void {
 export function withCniChains(inner: Strategy): Strategy {
   return {
     runtime: inner.runtime,
+    ...(inner.vfio && { vfio: inner.vfio }),
     async prepare(input: InterfaceInput, ctx: PrepareContext) {
       if (input.network.mode !== 'cni') return inner.prepare?.(input, ctx);
       refuseUnbuiltModels(input, inner.runtime);

@@ -7,7 +7,7 @@ import type { Step } from '../../src/base/plan.js';
 import type { ResultRoute } from '../../src/base/types.js';
 import type { RouteOp } from '../../src/base/ops.js';
 import type { InterfaceInput, PlannedIp } from '../../src/base/strategy.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 import { KnitError } from '../../src/base/errors.js';
 import { interfaceIndex } from '../common/binding-options.js';
 

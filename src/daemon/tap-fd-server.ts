@@ -8,6 +8,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { AttachResult, ResultInterface } from '../base/types.js';
+import { isTapHandoff, type Handoff, type TapHandoff } from '../base/handoff.js';
 import type { SandboxRecord } from '../core/record.js';
 import type { OpResult, Op } from '../base/ops.js';
 import { replyWithFds, closeFd } from '../net/fdpass.js';
@@ -29,7 +30,7 @@ export class HandoffTokens {
    * keeps no token: each Attach or Query answer mints fresh ones. */
   decorate(result: AttachResult): AttachResult {
     const interfaces = result.interfaces.map((ifc) => {
-      if (!handsOffByFd(ifc)) return ifc;
+      if (!handsOffByFd(ifc.handoff)) return ifc;
       const token = randomBytes(24);
       const expires = this.now() + TOKEN_TTL_MS;
       this.tokens.set(key(result.sandboxId, ifc.name), { token, expires });
@@ -63,8 +64,9 @@ export class HandoffTokens {
 
 const key = (sandboxId: string, ifname: string) => `${sandboxId}\0${ifname}`;
 
-function handsOffByFd(ifc: ResultInterface): boolean {
-  return (ifc.handoff as { device?: string } | undefined)?.device === 'tap';
+/** Taps can be taken by fd; a macvtap is opened through its /dev/tapN character device. */
+function handsOffByFd(h: Handoff | undefined): h is TapHandoff {
+  return isTapHandoff(h) && h.device === 'tap';
 }
 
 export interface HandoffServerOptions {
@@ -80,7 +82,7 @@ interface FdRequest { sandbox_id?: unknown; interface?: unknown; token?: unknown
 
 /** The interface a launcher names: the tap itself, or the pod interface it serves. */
 function findTap(rec: SandboxRecord, name: string): ResultInterface | undefined {
-  return rec.result.interfaces.find((i) => handsOffByFd(i) && (i.name === name || (i.handoff as { guest?: { name?: string } }).guest?.name === name));
+  return rec.result.interfaces.find((i) => handsOffByFd(i.handoff) && (i.name === name || i.handoff.guest.name === name));
 }
 
 export async function startHandoffServer(o: HandoffServerOptions): Promise<{ close(): Promise<void> }> {
@@ -104,7 +106,7 @@ export async function startHandoffServer(o: HandoffServerOptions): Promise<{ clo
     if (!o.tokens.redeem(id, tap?.name ?? ifname, token) || !rec || !tap) {
       throw new Error(`no valid token for sandbox ${id} interface ${ifname} (tokens are one-time and expire ${TOKEN_TTL_MS / 1000} s after Attach)`);
     }
-    const h = tap.handoff as { name: string; netns: string | null; queues: number; flags: string };
+    const h = tap.handoff as TapHandoff; // findTap answers only interfaces whose hand-off is a tap
     const [opened] = await o.runOps(h.netns ?? undefined, [
       { op: 'tun.open', name: h.name, mode: 'tap', queues: h.queues, vnetHdr: h.flags.includes('IFF_VNET_HDR') },
     ]);

@@ -5,7 +5,7 @@
 import type { Step } from '../../src/base/plan.js';
 import { hasPfSettings } from '../../src/devices/params.js';
 import { pfApplyOp, pfRestoreOp, type VfOriginalState } from '../../src/devices/netdev-state.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 
 export function pfSideSteps(d: PreparedDevice): Step[] {
   const p = d.ref.parameters;

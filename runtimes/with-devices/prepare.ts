@@ -6,14 +6,14 @@
 import { KnitError } from '../../src/base/errors.js';
 import { hasPfSettings } from '../../src/devices/params.js';
 import { readRdmaNetnsMode, type PciNetDevice } from '../../src/devices/inventory.js';
-import { groupBlockers } from '../../src/devices/iommu.js';
+import { groupBlockers } from '../../src/devices/vfio.js';
 import { captureVfState, pfQueryOp } from '../../src/devices/netdev-state.js';
 import { parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
 import { Sysfs } from '../../src/devices/sysfs.js';
 import { VFIO_DRIVER } from '../../src/devices/vfio.js';
 import { findLinkIn } from '../../src/net/find-link.js';
 import type { InterfaceInput, PrepareContext } from '../../src/base/strategy.js';
-import type { PreparedDevice } from './prepared.js';
+import type { PreparedDevice } from './prepared-device.js';
 import { interfaceIndex } from '../common/binding-options.js';
 
 const precondition = (field: string, message: string) => new KnitError('FAILED_PRECONDITION', `${field}: ${message}`, { field });
