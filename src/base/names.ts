@@ -69,3 +69,16 @@ export function podMac(ipv4: string | undefined, sandboxId: string, ifname: stri
 export function gatewayMac(network: string, gatewayV4: string | undefined): string {
   return podMac(gatewayV4, `${instance}\0network`, network);
 }
+
+/** The nftables table (family inet, host netns) that holds one sandbox's host ports:
+ * "hostports-<instance>-" + 12 hex of the sandbox id. GC reads the instance back from the name,
+ * so a daemon only ever sweeps its own tables. */
+export function hostPortTable(sandboxId: string): string {
+  return `hostports-${instance}-${digest('hostports', sandboxId).slice(0, 12)}`;
+}
+
+/** True for a host-port table of this daemon's instance. */
+export function isOwnHostPortTable(name: string): boolean {
+  const m = /^hostports-(.+)-[0-9a-f]{12}$/.exec(name);
+  return m?.[1] === instance;
+}

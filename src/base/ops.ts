@@ -256,7 +256,16 @@ export interface CniChainAction {
   ignoreMissing?: boolean;
 }
 
-export type HostAction = NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction | CniChainAction;
+/** Deletes conntrack entries of a host port (`conntrack -D`), so a flow the kernel tracked
+ * before a mapping appeared, or one DNAT'd to a pod that is gone, does not outlive the rule.
+ * Finding nothing is success. replySrc narrows it to flows answered by that pod address. */
+export interface ConntrackFlushAction { op: 'conntrack.flush'; family: 4 | 6; protocol: 'tcp' | 'udp' | 'sctp'; port: number; replySrc?: string }
+/** Gives `net.ipv4.conf.<device>.route_localnet` back its recorded value, unless a host-port
+ * table of this knit still holds a chain named `guardChain` (another sandbox still needs it). */
+export interface LocalnetRestoreAction { op: 'localnet.restore'; device: string; value: string; guardChain: string; ignoreMissing?: boolean }
+
+export type HostAction =
+  | NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction | CniChainAction | ConntrackFlushAction | LocalnetRestoreAction;
 
 // ---- what ops return -------------------------------------------------------------------
 

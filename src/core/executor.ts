@@ -14,6 +14,8 @@ export interface ActionRunner {
   /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the
    * namespace the plan was made for: a new pod may have been pinned at the same path. */
   netnsUsable(netns: string, expect?: { dev: number; ino: number }): boolean;
+  /** This knit's host-port nft tables in the host netns (src/core/host-ports.ts). */
+  hostPortTables?(): Promise<string[]>;
 }
 
 /** Raised when step `stepIndex` failed; steps before it took effect. */

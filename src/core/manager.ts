@@ -2,14 +2,15 @@
 // rollback on failure, detach that answers before the kernel's slow deletes.
 import { EventEmitter } from 'node:events';
 import type { Op, OpResult } from '../base/ops.js';
-import type { NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
+import type { InterfacePart, NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
 import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError, type ActionRunner, type Failpoint } from './executor.js';
 import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
-import { sweepLeakedDevices } from './sweep.js';
+import { sweepLeakedDevices, sweepLeakedHostPortTables } from './sweep.js';
+import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
 import { chainAttachments, checkChains, displaySteps, withChainParts } from './cni-steps.js';
 import { chainStatus, gcNetwork } from '../cni-exec/network.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
@@ -122,7 +123,8 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces, this.isCniNetwork);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    refuseHostPorts(req, networks[0]);
+    const publishes = publishesHostPorts(req, networks[0]);
+    if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
 
     const netns = this.deps.netns.identify(req.netnsPath);
     for (const otherId of this.sandboxesIn(netns)) {
@@ -144,11 +146,33 @@ export class SandboxManager implements SandboxService {
     }
 
     const holds = this.deviceClaims.holds(req.sandboxId, this.prepareEnv());
+    // Claimed until the record (which then holds them) is written or the attach gave up: a
+    // concurrent attach of another sandbox sees them either way.
+    if (publishes) this.hostPortClaims.set(req.sandboxId, req.portMappings);
     try {
       return await this.planAndRun(req, strategy, networks, netns, allocations, holds.ctx);
     } finally {
       holds.release();
+      this.hostPortClaims.delete(req.sandboxId);
     }
+  }
+
+  /** Host ports being attached right now, by sandbox: not yet in a record. */
+  private readonly hostPortClaims = new Map<string, AttachRequest['portMappings']>();
+
+  private *hostPortHolders(): Iterable<{ sandboxId: string; mappings: AttachRequest['portMappings'] }> {
+    for (const [sandboxId, mappings] of this.hostPortClaims) yield { sandboxId, mappings };
+    for (const rec of this.deps.records.values()) yield heldHostPorts(rec);
+  }
+
+  /** route_localnet of a shared device (the bridge) before knit's first host port set it: a
+   * record that already set it knows; otherwise it is the value now. */
+  private async localnetOriginal(device: string): Promise<string> {
+    for (const rec of this.deps.records.values()) {
+      for (const s of rec.steps) if (s.undo?.op === 'localnet.restore' && s.undo.device === device) return s.undo.value;
+    }
+    const [{ value = '0' }] = await this.deps.runner.runOps(undefined, [{ op: 'sysctl.get', key: `net.ipv4.conf.${device}.route_localnet` }]);
+    return value.trim();
   }
 
   private async planAndRun(
@@ -250,7 +274,20 @@ export class SandboxManager implements SandboxService {
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
     const dflt = defaultRouteIndex(req.interfaces);
     const { steps, parts } = await planInterfaces(strategy, req, req.interfaces.map((_, i) => i), networks, allocations, ctx, dflt);
+    if (publishesHostPorts(req, networks[0])) steps.push(...(await this.planHostPorts(req, networks[0], allocations[0], parts[0])));
     return { steps, parts, result: composeResult(req, parts, req.interfaces[dflt].name) };
+  }
+
+  /** Host ports go to interfaces[0]'s addresses (as a CNI chain gets them on its first
+   * interface). 127.0.0.1 DNAT leaves by the bridge, or by the routed pod's own host veth. */
+  private async planHostPorts(req: AttachRequest, network: NetworkSpec, allocation: InterfaceAllocation, part: InterfacePart) {
+    const address = (f: 4 | 6) => allocation.addresses.find((a) => a.family === f)?.address;
+    const hostEnd = part.interfaces.find((i) => !i.sandbox)?.name;
+    const device = network.mode === 'bridge' ? network.bridge! : hostEnd;
+    if (!device) throw KnitError.invalid('port_mappings', `runtime ${req.runtime} leaves no host device on ${network.name} to publish host ports through`);
+    const original = network.mode === 'bridge' ? await this.localnetOriginal(device) : undefined;
+    const hairpinPort = network.mode === 'bridge' && !network.hairpin ? hostEnd : undefined;
+    return planHostPorts({ sandboxId: req.sandboxId, mappings: req.portMappings, pod4: address(4), pod6: address(6), localnet: { device, original }, hairpinPort });
   }
 
   /** Takes back the first `count` steps and everything the record holds. */
@@ -354,7 +391,7 @@ export class SandboxManager implements SandboxService {
   private async compare(record: SandboxRecord): Promise<CheckReport> {
     const report = await checkRecord(record, this.deps.runner, this.bridgeOf);
     if (record.state !== 'attached') return report;
-    const differences = [...report.differences, ...(await checkChains(record.steps))];
+    const differences = [...report.differences, ...(await checkHostPorts(record, this.deps.runner)), ...(await checkChains(record.steps))];
     return { ok: differences.length === 0, differences };
   }
 
@@ -431,6 +468,12 @@ export class SandboxManager implements SandboxService {
     } catch (err) {
       errors.push(`device sweep: ${(err as Error).message}`);
     }
+    try {
+      const tables = await sweepLeakedHostPortTables(this.deps.runner, this.deps.records.values());
+      removed.push(...tables.map((t) => `nft table inet ${t} (host ports, owned by no record)`));
+    } catch (err) {
+      errors.push(`host-port table sweep: ${(err as Error).message}`);
+    }
     return { removed, errors };
   }
 
@@ -462,7 +505,7 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces, this.isCniNetwork);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    refuseHostPorts(req, networks[0]);
+    if (publishesHostPorts(req, networks[0])) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
@@ -496,14 +539,10 @@ function view(r: SandboxRecord): SandboxRecordView {
 
 export type { Op, OpResult };
 
-/** Host ports are published by a CNI network's chain (its portmap plugin); knit's own bridge and
- * routed networks do not publish them yet: say so instead of ignoring them. A mapping without a
- * host port only declares the container port and needs nothing. */
-function refuseHostPorts(req: AttachRequest, network: NetworkSpec): void {
-  const index = req.portMappings.findIndex((p) => p.hostPort);
-  if (index < 0 || network.mode === 'cni') return;
-  const field = `port_mappings[${index}].host_port`;
-  throw new KnitError('UNIMPLEMENTED', `${field}: host ports on ${network.mode} network ${network.name} are not published by this knit yet (a CNI network with portmap publishes them)`, { field });
+/** Host ports on knit's own networks are knit's to publish (src/core/host-ports.ts); a CNI
+ * network's chain publishes them with its portmap plugin. */
+function publishesHostPorts(req: AttachRequest, network: NetworkSpec): boolean {
+  return network.mode !== 'cni' && publishedPorts(req.portMappings).length > 0;
 }
 
 /** Bandwidth limits on knit's own networks are accepted by the API but not yet enforced: say so

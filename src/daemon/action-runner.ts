@@ -8,7 +8,7 @@
 import type { HostAction, Op, OpResult } from '../base/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
-import { runHostAction } from './host-actions.js';
+import { ownHostPortTables, runHostAction } from './host-actions.js';
 import type { CniHooks } from '../cni-exec/action.js';
 
 export class DaemonActionRunner {
@@ -43,6 +43,10 @@ export class DaemonActionRunner {
     } catch {
       return false;
     }
+  }
+
+  hostPortTables(): Promise<string[]> {
+    return ownHostPortTables();
   }
 
   close(): void {
