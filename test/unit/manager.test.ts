@@ -1,0 +1,392 @@
+// SandboxManager (src/core/manager.ts) with every port faked except the pure ones: the real
+// IPAM and the real runc strategy (plans are data), a fake runner that records what it is
+// asked and fails where told, an in-memory record store. The kernel is out of scope here; it
+// is what the kernel and e2e tests are for. What is checked: the journal precedes the kernel,
+// a failure anywhere is taken back exactly, repeats are idempotent, conflicts are refused.
+import test, { type ExecutionContext } from 'ava';
+import { SandboxManager, type ExtensionsPort, type RecordStorePort } from '../../src/core/manager.js';
+import { Ipam } from '../../src/ipam/index.js';
+import { runcStrategy } from '../../runtimes/runc/index.js';
+import { tolerant, type Step, type StepAction } from '../../src/base/plan.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { NetworkSpec } from '../../src/base/strategy.js';
+import type { SandboxRecord } from '../../src/core/record.js';
+import type { AttachRequest, InterfaceRequest } from '../../src/base/types.js';
+import { FakeRunner } from '../helpers/fake-runner.js';
+
+const NETNS = '/run/netns/tm-pod';
+
+const NETWORKS: NetworkSpec[] = [
+  {
+    name: 'pods', mode: 'routed', mtu: 1500, hairpin: false, routes: [{ dst: '10.188.128.0/17' }],
+    ipv4: { subnet: '10.188.1.0/24', gateway: '10.188.1.1' }, ipv6: { subnet: 'fd00:188:1::/64', gateway: 'fd00:188:1::1' },
+  },
+  {
+    name: 'storage', mode: 'bridge', bridge: 'tmbr0', mtu: 1450, hairpin: true, routes: [],
+    ipv4: { subnet: '10.188.2.0/24', gateway: '10.188.2.1' },
+  },
+];
+
+class MemoryRecords implements RecordStorePort<SandboxRecord> {
+  readonly docs = new Map<string, SandboxRecord>();
+  /** Every record written, in order (retire names are random: expected inverses come from here). */
+  readonly written: SandboxRecord[] = [];
+  /** A write this answers true for fails, as a full disk would. */
+  failPut?: (doc: SandboxRecord) => boolean;
+  constructor(private readonly events: string[]) {}
+  get(id: string) { return this.docs.get(id); }
+  values() { return this.docs.values(); }
+  async put(id: string, doc: SandboxRecord) {
+    this.events.push(`store.put ${doc.state}`);
+    if (this.failPut?.(doc)) throw new Error('no space left on device');
+    this.docs.set(id, structuredClone(doc));
+    this.written.push(structuredClone(doc));
+  }
+  async remove(id: string) {
+    this.events.push('store.remove');
+    this.docs.delete(id);
+  }
+}
+
+class FakeExtensions implements ExtensionsPort {
+  failPhase?: string;
+  constructor(private readonly events: string[]) {}
+  list() { return []; }
+  async register() {}
+  async unregister() {}
+  async notify(phase: string) {
+    this.events.push(`extensions.${phase}`);
+    if (phase === this.failPhase) throw new KnitError('UNAVAILABLE', `required extension failed at ${phase}`);
+  }
+  missingRequired() { return []; }
+}
+
+function fixture() {
+  const events: string[] = [];
+  const runner = new FakeRunner(events);
+  const records = new MemoryRecords(events);
+  const extensions = new FakeExtensions(events);
+  const ipam = new Ipam(NETWORKS);
+  let kicks = 0;
+  const manager = new SandboxManager({
+    networks: () => new Map(NETWORKS.map((n) => [n.name, n])),
+    defaultNetwork: () => 'pods',
+    unreadyNetworks: () => new Map(),
+    records,
+    ipam,
+    runner,
+    // One netns per path; the inode stands for the namespace.
+    netns: { identify: (path) => ({ path, dev: 4, ino: 4026530000 + path.length }) },
+    strategies: { runc: runcStrategy },
+    extensions,
+    reaper: { kick: () => kicks++ },
+  });
+  const held = () => NETWORKS.reduce((n, net) => n + ipam.usage(net.name).reduce((m, p) => m + p.used, 0), 0);
+  return { events, runner, records, extensions, ipam, manager, held, kicks: () => kicks };
+}
+
+function request(over: Partial<AttachRequest> = {}, interfaces: InterfaceRequest[] = [{ name: 'eth0' }]): AttachRequest {
+  return { sandboxId: 'sb-1', netnsPath: NETNS, runtime: 'runc', interfaces, portMappings: [], labels: {}, annotations: {}, ...over };
+}
+
+const TWO_NETWORKS: InterfaceRequest[] = [{ name: 'eth0' }, { name: 'net1', network: 'storage' }];
+
+/** What undoing steps [0, count) in retire mode must send: each step's retire actions (else
+ * its undo), last step first, every one tolerant of a missing object. */
+function inversesOf(steps: Step[], count: number): StepAction[] {
+  return steps
+    .slice(0, count)
+    .reverse()
+    .flatMap((s) => s.retire ?? (s.undo ? [s.undo] : []))
+    .map(tolerant);
+}
+
+/** The steps a clean attach of `req` records (their do actions are the same every time). */
+async function plannedSteps(req: AttachRequest): Promise<Step[]> {
+  const f = fixture();
+  await f.manager.attach(req);
+  return f.records.get(req.sandboxId)!.steps;
+}
+
+test('attach journals the plan (state attaching) before the first kernel change, then records it attached', async (t) => {
+  const f = fixture();
+  const result = await f.manager.attach(request());
+  const firstRunner = f.events.findIndex((e) => e.startsWith('runner.'));
+  t.true(firstRunner > 0);
+  t.deepEqual(f.events.slice(0, firstRunner), ['store.put attaching']);
+  t.deepEqual(f.events.filter((e) => !e.startsWith('runner.')), ['store.put attaching', 'extensions.post-attach', 'store.put attached']);
+  t.is(f.events.at(-1), 'store.put attached', 'recorded as attached after the last kernel change');
+
+  const rec = f.records.get('sb-1')!;
+  t.is(rec.state, 'attached');
+  t.deepEqual(rec.result, result);
+  t.deepEqual(f.runner.applied.map((x) => x.action), rec.steps.map((s) => s.do), 'every recorded step ran once, in order');
+  t.deepEqual(result.ips.map((i) => i.address.split('/')[0]).sort(), ['10.188.1.2', 'fd00:188:1::2'].sort());
+  t.is(f.held(), 2);
+});
+
+for (const [title, interfaces] of [['one routed dual-stack interface', [{ name: 'eth0' }]], ['two interfaces on two networks', TWO_NETWORKS]] as const) {
+  test(`${title}: a failure at every step rolls back exactly the steps before it, in reverse, and leaves nothing`, async (t) => {
+    const req = request({}, [...interfaces]);
+    const steps = await plannedSteps(req);
+    t.true(steps.length >= 5);
+    for (let k = 0; k < steps.length; k++) {
+      const f = fixture();
+      // Step k's action may repeat (each interface brings up lo): fail its own occurrence.
+      const failing = JSON.stringify(steps[k].do);
+      let before = steps.slice(0, k).filter((s) => JSON.stringify(s.do) === failing).length;
+      f.runner.failWhen = (a) => JSON.stringify(a) === failing && before-- === 0;
+      const err = await t.throwsAsync(f.manager.attach(req), { instanceOf: KnitError }, `step ${k}`);
+      t.is(err!.code, 'INTERNAL');
+      t.true(err!.message.startsWith(`step ${k + 1} (${steps[k].description}) failed`), err!.message);
+      t.deepEqual(
+        f.runner.applied.map((x) => x.action),
+        [...steps.slice(0, k).map((s) => s.do), ...inversesOf(f.records.written[0].steps, k)],
+        `failure at step ${k}: the steps before it, then their inverses in reverse`,
+      );
+      t.is(f.records.get('sb-1'), undefined, 'the record is removed');
+      t.is(f.held(), 0, 'the addresses are released');
+      t.is(f.kicks(), 1, 'the reaper is told');
+    }
+  });
+}
+
+test('a kernel refusal of a name already taken is ALREADY_EXISTS, and is rolled back too', async (t) => {
+  const f = fixture();
+  f.runner.failAtSeq(0, 'EEXIST');
+  const err = await t.throwsAsync(f.manager.attach(request()), { instanceOf: KnitError });
+  t.is(err!.code, 'ALREADY_EXISTS');
+  t.is(f.records.get('sb-1'), undefined);
+  t.is(f.held(), 0);
+});
+
+test('a required extension failing after the last step takes every step back', async (t) => {
+  const f = fixture();
+  f.extensions.failPhase = 'post-attach';
+  const err = await t.throwsAsync(f.manager.attach(request()), { instanceOf: KnitError });
+  t.is(err!.code, 'UNAVAILABLE');
+  const { steps } = f.records.written[0];
+  t.deepEqual(f.runner.applied.map((x) => x.action), [...steps.map((s) => s.do), ...inversesOf(steps, steps.length)]);
+  t.is(f.records.get('sb-1'), undefined);
+  t.is(f.held(), 0);
+});
+
+/** An undo that cannot finish fails INTERNAL and keeps the record (in `state`) and its
+ * addresses, the only copy of what is left to take back; a Detach once the kernel obliges
+ * finishes the job. */
+async function keptThenFinished(t: ExecutionContext, f: ReturnType<typeof fixture>, call: Promise<unknown>, state: SandboxRecord['state'], message: RegExp) {
+  const err = await t.throwsAsync(call, { instanceOf: KnitError });
+  t.is(err!.code, 'INTERNAL');
+  t.regex(err!.message, message);
+  t.is(f.records.get('sb-1')?.state, state);
+  t.is(f.held(), 2);
+  f.runner.failWhen = undefined;
+  await f.manager.detach('sb-1');
+  t.is(f.records.get('sb-1'), undefined);
+  t.is(f.held(), 0);
+}
+
+test('a rollback that cannot finish keeps the record and its addresses for Detach to finish', async (t) => {
+  const f = fixture();
+  const steps = await plannedSteps(request());
+  const last = JSON.stringify(steps.at(-1)!.do);
+  // The last step fails, and so does every inverse of the first (the host end of the veth).
+  const hostEnd = (steps[0].do as { name: string }).name;
+  f.runner.failWhen = (a) => JSON.stringify(a) === last || (a.op === 'link.set' && (a as { link: unknown }).link === hostEnd);
+  await keptThenFinished(t, f, f.manager.attach(request()), 'attaching', /rollback of sb-1 is incomplete/);
+});
+
+test('attach is idempotent: the same request answers the same result with no kernel change', async (t) => {
+  const f = fixture();
+  const first = await f.manager.attach(request());
+  const batches = f.runner.batches.length;
+  const again = await f.manager.attach(request({ labels: { retried: 'yes' }, annotations: { by: 'kubelet' } }));
+  t.deepEqual(again, first);
+  t.is(f.runner.batches.length, batches, 'no runner call');
+  t.is(f.held(), 2);
+});
+
+test('attach of an attached sandbox with a different request is FAILED_PRECONDITION and changes nothing', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  const before = structuredClone(f.records.get('sb-1'));
+  const batches = f.runner.batches.length;
+  for (const other of [request({ netnsPath: '/run/netns/tm-other' }), request({}, [{ name: 'eth0', mtu: 1400 }])]) {
+    const err = await t.throwsAsync(f.manager.attach(other), { instanceOf: KnitError });
+    t.is(err!.code, 'FAILED_PRECONDITION');
+    t.is(err!.details.field, 'sandbox_id');
+    t.regex(err!.message, /different request/);
+  }
+  t.is(f.runner.batches.length, batches);
+  t.deepEqual(f.records.get('sb-1'), before);
+});
+
+test('a second sandbox in a live netns is refused; once that netns is gone its identity is free again', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  const batches = f.runner.batches.length;
+  const err = await t.throwsAsync(f.manager.attach(request({ sandboxId: 'sb-2' })), { instanceOf: KnitError });
+  t.is(err!.code, 'FAILED_PRECONDITION');
+  t.is(err!.details.field, 'netns_path');
+  t.true(err!.message.includes('sb-1'));
+  t.is(f.runner.batches.length, batches);
+  t.is(f.records.get('sb-2'), undefined);
+  t.is(f.held(), 2, 'the refused sandbox holds no address');
+
+  // The netns of sb-1 died and its inode number was reused for a new pod's netns.
+  f.runner.gone.add(NETNS);
+  await f.manager.attach(request({ sandboxId: 'sb-2' }));
+  t.is(f.records.get('sb-2')?.state, 'attached');
+});
+
+test('detach runs the retire inverses of every step in reverse, releases the addresses and kicks the reaper', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request({}, TWO_NETWORKS));
+  const steps = f.records.get('sb-1')!.steps;
+  const applied = f.runner.applied.length;
+  f.events.length = 0;
+  await f.manager.detach('sb-1');
+  t.deepEqual(f.runner.applied.slice(applied).map((x) => x.action), inversesOf(steps, steps.length));
+  t.is(f.events[0], 'extensions.pre-detach');
+  t.is(f.events[1], 'store.put detaching', 'the journal says detaching before the first inverse');
+  t.is(f.events.at(-1), 'store.remove');
+  t.is(f.records.get('sb-1'), undefined);
+  t.is(f.held(), 0);
+  t.is(f.kicks(), 1);
+
+  const batches = f.runner.batches.length;
+  await f.manager.detach('sb-1');
+  t.is(f.runner.batches.length, batches, 'a second detach has nothing to do');
+});
+
+test('detach of an unknown sandbox succeeds and touches nothing', async (t) => {
+  const f = fixture();
+  await f.manager.detach('sb-never');
+  t.deepEqual(f.events, []);
+  t.is(f.runner.batches.length, 0);
+});
+
+test('detach of a sandbox whose netns is gone skips the inverses inside it', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  const applied = f.runner.applied.length;
+  f.runner.gone.add(NETNS);
+  await f.manager.detach('sb-1');
+  const sent = f.runner.applied.slice(applied);
+  t.true(sent.length > 0, 'the host side is still taken back');
+  t.true(sent.every((x) => x.netns === undefined), 'nothing is sent into the dead netns');
+  t.is(f.records.get('sb-1'), undefined);
+});
+
+test('a detach that cannot finish keeps the record detaching with its addresses; a retry finishes', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  f.runner.failEvery((a) => a.op === 'link.set' && (a as { link: unknown }).link === 'eth0');
+  await keptThenFinished(t, f, f.manager.detach('sb-1'), 'detaching', /detach of sb-1 is incomplete/);
+});
+
+test('a failed journal write changes nothing in the kernel and holds no address', async (t) => {
+  const f = fixture();
+  f.records.failPut = (doc) => doc.state === 'attaching';
+  const err = await t.throwsAsync(f.manager.attach(request()), { instanceOf: KnitError });
+  t.is(err!.code, 'INTERNAL');
+  t.regex(err!.message, /cannot write the record of sandbox sb-1: no space left/);
+  t.is(f.runner.batches.length, 0);
+  t.is(f.held(), 0);
+  t.is(f.records.get('sb-1'), undefined);
+});
+
+test('a failed write of the attached state takes the whole plan back', async (t) => {
+  const f = fixture();
+  f.records.failPut = (doc) => doc.state === 'attached';
+  const err = await t.throwsAsync(f.manager.attach(request()), { instanceOf: KnitError });
+  t.is(err!.code, 'INTERNAL');
+  t.regex(err!.message, /cannot record sandbox sb-1 as attached/);
+  const { steps } = f.records.written[0];
+  t.deepEqual(f.runner.applied.map((x) => x.action), [...steps.map((s) => s.do), ...inversesOf(steps, steps.length)]);
+  t.is(f.records.get('sb-1'), undefined);
+  t.is(f.held(), 0);
+});
+
+test('concurrent attaches of one sandbox are serialized: one plan runs, both get its result', async (t) => {
+  const f = fixture();
+  // Hold the first batch until both calls are in, so an unserialized second call would see the
+  // record still attaching (and be refused) or plan a second time.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const runOps = f.runner.runOps.bind(f.runner);
+  let calls = 0;
+  f.runner.runOps = async (ns, ops) => {
+    if (calls++ === 0) await gate;
+    return runOps(ns, ops);
+  };
+  const first = f.manager.attach(request());
+  const second = f.manager.attach(request());
+  await new Promise((r) => setImmediate(r));
+  release();
+  const [a, b] = await Promise.all([first, second]);
+  t.deepEqual(a, b);
+  const steps = f.records.get('sb-1')!.steps;
+  t.deepEqual(f.runner.applied.map((x) => x.action), steps.map((s) => s.do), 'the plan ran once');
+  t.is(f.events.filter((e) => e === 'store.put attaching').length, 1);
+});
+
+test('attach and detach of one sandbox in flight together run one after the other', async (t) => {
+  const f = fixture();
+  const attached = f.manager.attach(request());
+  const detached = f.manager.detach('sb-1');
+  await Promise.all([attached, detached]);
+  t.is(f.records.get('sb-1'), undefined, 'the detach saw the finished attach');
+  t.is(f.held(), 0);
+});
+
+test('AddInterface journals then runs only the new interface\'s steps; RemoveInterface takes back only those', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  const before = f.records.get('sb-1')!;
+  const applied = f.runner.applied.length;
+  f.events.length = 0;
+  const result = await f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' });
+  t.true(result.interfaces.some((i) => i.name === 'net1'));
+  const after = f.records.get('sb-1')!;
+  const added = after.steps.slice(before.steps.length);
+  t.true(added.length > 0 && added.every((s) => s.iface === 'net1'));
+  t.deepEqual(after.steps.slice(0, before.steps.length), before.steps, 'the other interface\'s steps are untouched');
+  t.deepEqual(f.runner.applied.slice(applied).map((x) => x.action), added.map((s) => s.do));
+  t.is(f.events[0], 'store.put attached', 'the pending add is journalled before the kernel change');
+  t.is(f.records.get('sb-1')!.pending, undefined);
+  t.is(f.held(), 3);
+
+  const again = f.runner.applied.length;
+  t.deepEqual(await f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' }), result, 'a repeat is idempotent');
+  t.is(f.runner.applied.length, again);
+
+  await f.manager.removeInterface('sb-1', 'net1');
+  t.deepEqual(f.runner.applied.slice(again).map((x) => x.action), inversesOf(added, added.length));
+  const removed = f.records.get('sb-1')!;
+  t.deepEqual(removed.steps, before.steps);
+  t.deepEqual(removed.result, before.result);
+  t.is(f.held(), 2);
+
+  const err = await t.throwsAsync(f.manager.removeInterface('sb-1', 'eth0'), { instanceOf: KnitError });
+  t.is(err!.code, 'FAILED_PRECONDITION', 'the default-route interface goes only with the sandbox');
+  const missing = await t.throwsAsync(f.manager.addInterface('sb-none', { name: 'net1' }), { instanceOf: KnitError });
+  t.is(missing!.code, 'NOT_FOUND');
+});
+
+test('a failed AddInterface takes back only its own steps and addresses', async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  const before = structuredClone(f.records.get('sb-1')!);
+  const applied = f.runner.applied.length;
+  f.runner.failEvery((a) => a.op === 'addr.add' && (a as { address: string }).address.startsWith('10.188.2.'));
+  const err = await t.throwsAsync(f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' }), { instanceOf: KnitError });
+  t.is(err!.code, 'INTERNAL');
+  const sent = f.runner.applied.slice(applied).map((x) => x.action);
+  t.true(sent.some((a) => a.op === 'link.add'), 'the new veth was made');
+  t.true(sent.at(-1)!.op === 'link.set' || sent.at(-1)!.op === 'link.del', 'and taken back');
+  const { updatedAt: _a, ...now } = f.records.get('sb-1')!;
+  const { updatedAt: _b, ...was } = before;
+  t.deepEqual(now, was, 'the record is as it was');
+  t.is(f.held(), 2);
+});
