@@ -3,7 +3,7 @@
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { NetHandle } from '../../src/net/handle.js';
-import { listFilters, listQdiscs } from '../../src/net/tc.js';
+import { listFilters, listQdiscs } from '../helpers/net-calls.js';
 import { planRedirect } from '../../runtimes/common/tc-redirect.js';
 import { runSteps, undoSteps } from '../../src/core/executor.js';
 import { DaemonActionRunner } from '../../src/daemon/action-runner.js';
