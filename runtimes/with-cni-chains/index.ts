@@ -31,8 +31,10 @@ function capabilityArgs(input: InterfaceInput, list: Conflist): Record<string, u
     }
     args[cap] = value;
   };
-  // Port mappings belong to the pod's first interface, as CRI runtimes hand them to the chain.
-  if (i === 0 && req.portMappings.length) {
+  // Port mappings belong to the interface that carries the pod's default route (the first,
+  // unless another is marked), as CRI runtimes and Multus hand them to the default network's
+  // chain; knit's own networks publish them on the same interface (src/core/host-ports.ts).
+  if (input.defaultRoute !== false && req.portMappings.length) {
     offer('portMappings', 'port_mappings', req.portMappings.map((p) => ({
       hostPort: p.hostPort, containerPort: p.containerPort, protocol: p.protocol.toLowerCase(), ...(p.hostIp && { hostIP: p.hostIp }),
     })));

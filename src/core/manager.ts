@@ -65,7 +65,7 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces, this.isCniNetwork);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    const publishes = publishesHostPorts(req, networks[0]);
+    const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
     if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
 
     const netns = this.deps.netns.identify(req.netnsPath);
@@ -197,12 +197,13 @@ export class SandboxManager implements SandboxService {
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
     const dflt = defaultRouteIndex(req.interfaces);
     const { steps, parts } = await planInterfaces(strategy, req, req.interfaces.map((_, i) => i), networks, allocations, ctx, dflt);
-    if (publishesHostPorts(req, networks[0])) steps.push(...(await this.planHostPorts(req, networks[0], allocations[0], parts[0])));
+    if (publishesHostPorts(req, networks[dflt])) steps.push(...(await this.planHostPorts(req, networks[dflt], allocations[dflt], parts[dflt])));
     return { steps, parts, result: composeResult(req, parts, req.interfaces[dflt].name) };
   }
 
-  /** Host ports go to interfaces[0]'s addresses (as a CNI chain gets them on its first
-   * interface). 127.0.0.1 DNAT leaves by the bridge, or by the routed pod's own host veth. */
+  /** Host ports go to the addresses of the interface with the default route (the one a CNI
+   * chain gets them on, and one RemoveInterface never takes away). 127.0.0.1 DNAT leaves by
+   * the bridge, or by the routed pod's own host veth. */
   private async planHostPorts(req: AttachRequest, network: NetworkSpec, allocation: InterfaceAllocation, part: InterfacePart) {
     const address = (f: 4 | 6) => allocation.addresses.find((a) => a.family === f)?.address;
     const hostEnd = part.interfaces.find((i) => !i.sandbox)?.name;
@@ -345,7 +346,7 @@ export class SandboxManager implements SandboxService {
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces, this.isCniNetwork);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    if (publishesHostPorts(req, networks[0])) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
+    if (publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)])) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
     // Show the addresses the pools would hand out next, without taking them.
     const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);

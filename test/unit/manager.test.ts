@@ -391,3 +391,28 @@ test('a failed AddInterface takes back only its own steps and addresses', async 
   t.deepEqual(now, was, 'the record is as it was');
   t.is(f.held(), 2);
 });
+
+test('host ports go to the default-route interface; one held by another sandbox, even before its record is written, is refused naming it', async (t) => {
+  const f = fixture();
+  const portMappings: AttachRequest['portMappings'] = [{ protocol: 'tcp', containerPort: 80, hostPort: 8080 }];
+  const interfaces = [{ name: 'eth0' }, { name: 'net1', network: 'storage', defaultRoute: true }];
+  // While sb-1 reads the bridge's route_localnet (planning: no record yet), sb-2 asks for the same port.
+  let rival: Promise<unknown> | undefined;
+  f.runner.failWhen = (a) => {
+    if (a.op === 'sysctl.get' && !rival) {
+      rival = f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])).catch((e) => e);
+    }
+    return undefined;
+  };
+  const result = await f.manager.attach(request({ portMappings }, interfaces));
+  const err = (await rival) as KnitError;
+  t.is(err.code, 'ALREADY_EXISTS');
+  t.is(err.details.field, 'port_mappings[0]');
+  t.regex(err.message, /held by sandbox sb-1/);
+  const storage = result.ips.find((i) => i.address.startsWith('10.188.2.'))!.address.split('/')[0];
+  const table = f.records.get('sb-1')!.steps.find((s) => s.do.op === 'nft.apply')!.do as { ruleset: string };
+  t.regex(table.ruleset, new RegExp(`dnat ip to ${storage.replace(/\./g, '\\.')}:80\n`), 'DNAT to the default-route interface (net1 on storage)');
+  t.notRegex(table.ruleset, /10\.188\.1\./);
+  await f.manager.detach('sb-1');
+  await t.notThrowsAsync(f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])), 'free again after detach');
+});
