@@ -4,7 +4,8 @@
 // is what the kernel and e2e tests are for. What is checked: the journal precedes the kernel,
 // a failure anywhere is taken back exactly, repeats are idempotent, conflicts are refused.
 import test, { type ExecutionContext } from 'ava';
-import { SandboxManager, type ExtensionsPort, type RecordStorePort } from '../../src/core/manager.js';
+import { SandboxManager } from '../../src/core/manager.js';
+import type { ExtensionsPort, RecordStorePort } from '../../src/core/ports.js';
 import { Ipam } from '../../src/ipam/index.js';
 import { runcStrategy } from '../../runtimes/runc/index.js';
 import { tolerant, type Step, type StepAction } from '../../src/base/plan.js';
