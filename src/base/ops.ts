@@ -308,7 +308,40 @@ export interface NeighInfo { index: number; family: 4 | 6; address: string; llad
 export interface QdiscInfo { index: number; kind: string; handle: string; parent: string }
 export interface FilterInfo { index: number; kind: string; prio: number; protocol: number; redirectTo?: number }
 
-/** Result of one op in a batch, by op name. Mutating ops report the affected ifindex if known. */
+/** What a change answers: the ifindex it acted on when known, and {skipped: true} when it had
+ * ignoreMissing and found nothing to act on. */
+export interface ChangeResult { index?: number; skipped?: boolean }
+
+/** What each op answers (native/src/nl/to_js.cc builds these). */
+export interface OpResults {
+  'link.add': ChangeResult; 'link.set': ChangeResult; 'link.del': ChangeResult; 'link.delGroup': ChangeResult;
+  'link.get': { link: LinkInfo };
+  'link.list': { links: LinkInfo[] };
+  'addr.add': ChangeResult; 'addr.del': ChangeResult;
+  'addr.list': { addrs: AddrInfo[] };
+  'route.add': ChangeResult; 'route.replace': ChangeResult; 'route.del': ChangeResult;
+  'route.list': { routes: RouteInfo[] };
+  'neigh.add': ChangeResult; 'neigh.del': ChangeResult;
+  'neigh.list': { neighs: NeighInfo[] };
+  'qdisc.add': ChangeResult; 'qdisc.del': ChangeResult;
+  'qdisc.list': { qdiscs: QdiscInfo[] };
+  'filter.add': ChangeResult; 'filter.del': ChangeResult;
+  'filter.list': { filters: FilterInfo[] };
+  'vf.set': ChangeResult;
+  'sysctl.set': ChangeResult;
+  'sysctl.get': { value: string };
+  /** fds only with returnFds. */
+  'tun.add': { index: number; fds?: number[] };
+  'tun.open': { index: number; fds: number[] };
+}
+
+/** The answer to one op, by its name. */
+export type ResultOf<O extends Op> = OpResults[O['op']];
+/** The answers to a batch, position by position. */
+export type ResultsOf<T extends readonly Op[]> = { -readonly [K in keyof T]: T[K] extends Op ? ResultOf<T[K]> : never };
+
+/** Any action's result, for code that runs steps it does not look into (the executor, the
+ * journal). Code that reads an op's answer types it with ResultOf / ResultsOf instead. */
 export interface OpResult {
   skipped?: boolean;
   index?: number;

@@ -3,7 +3,7 @@
 // build it and the result a launcher or kubelet needs. Strategies compute; they never run.
 import type { AttachRequest, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute, RuntimeKind } from './types.js';
 import type { Step } from './plan.js';
-import type { Op, OpResult } from './ops.js';
+import type { Op, ResultsOf } from './ops.js';
 import type { GuestConfig, VfioHandoff } from './handoff.js';
 
 /** mode "cni": the chain and how to run it (src/cni-exec). */
@@ -80,7 +80,7 @@ export interface InterfacePlan {
 /** What core lends prepare(): reads, the node's settings, and device ownership. */
 export interface PrepareContext {
   /** Reads in the host netns (or another), e.g. link.get with vfs. */
-  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
   /** sysfs root from the config ('/sys'). */
   sysfsRoot: string;
   /** The sandbox (not this one) whose record holds this PCI device, if any. */

@@ -2,12 +2,12 @@
 // Claims never wait (a wait could deadlock two requests naming two devices in opposite
 // orders): a device another attach is claiming right now is refused, as it would be a moment
 // later by that attach's record.
-import type { Op, OpResult } from '../base/ops.js';
+import type { Op, ResultsOf } from '../base/ops.js';
 import type { PrepareContext } from '../base/strategy.js';
 import type { SandboxRecord } from './record.js';
 
 export interface PrepareEnv {
-  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
   sysfsRoot: string;
   records(): Iterable<SandboxRecord>;
 }

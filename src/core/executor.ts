@@ -1,14 +1,14 @@
 // Runs plans. Consecutive netlink ops for the same netns go to the kernel as one batch (one
 // crossing into the addon, one pool-thread hop); the journal entry covering them was written
 // before the batch started, so a crash anywhere inside it is repaired by the same inverses.
-import type { Op, OpResult } from '../base/ops.js';
+import type { Op, OpResult, ResultsOf } from '../base/ops.js';
 import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from '../base/plan.js';
 import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 
 export interface ActionRunner {
   /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the
    * failing op; ops before it took effect. */
-  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
   /** Host actions answer nothing, except a CNI chain's ADD (its result). */
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void>;
   /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the

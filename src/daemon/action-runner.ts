@@ -5,7 +5,7 @@
 // The host handle lives as long as the runner; a sandbox netns gets a handle for one batch
 // only, because an open netlink socket pins its namespace, and a cached one would keep a
 // deleted pod's netns alive (and answer for it if a new pod were pinned at the same path).
-import type { HostAction, Op, OpResult } from '../base/ops.js';
+import type { HostAction, Op, OpResult, ResultsOf } from '../base/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { ownHostPortTables, runHostAction } from './host-actions.js';
@@ -22,7 +22,7 @@ export class DaemonActionRunner {
     return (this.host ??= NetHandle.open());
   }
 
-  async runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]> {
+  async runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>> {
     if (netns === undefined) return this.hostHandle().run(ops);
     const h = NetHandle.open(netns);
     try {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { AttachResult, ResultInterface } from '../base/types.js';
 import { isTapHandoff, type Handoff, type TapHandoff } from '../base/handoff.js';
 import type { SandboxRecord } from '../core/record.js';
-import type { OpResult, Op } from '../base/ops.js';
+import type { Op, ResultsOf } from '../base/ops.js';
 import { replyWithFds, closeFd } from '../net/fdpass.js';
 import { clearStaleSocket, trackConnections } from '../api/tracked-server.js';
 import { peerCred } from '../net/peercred.js';
@@ -73,7 +73,7 @@ export interface HandoffServerOptions {
   socketPath: string;
   tokens: HandoffTokens;
   records: { get(id: string): SandboxRecord | undefined };
-  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
   allowedUids: number[];
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }

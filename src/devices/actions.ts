@@ -4,7 +4,7 @@
 // RDMA moves. Netlink and sysfs come in through `env`, so this file opens no socket itself and
 // tests can hand it a simulated sysfs (test/fixtures/fake-sysfs.ts).
 import { KnitError } from '../base/errors.js';
-import type { DeviceAction, DeviceReturnAction, LinkInfo, LinkSetOp, Op, OpResult } from '../base/ops.js';
+import type { DeviceAction, DeviceReturnAction, LinkInfo, LinkSetOp, Op, ResultsOf } from '../base/ops.js';
 import { findLinkIn } from '../net/find-link.js';
 import { rdmaMove, rdmaPresent } from './rdma.js';
 import { Sysfs } from './sysfs.js';
@@ -14,7 +14,7 @@ export interface DeviceActionEnv {
   /** The sysfs rooted at root ('/sys' unless the config says otherwise). */
   sysfs(root: string): Sysfs;
   /** One netlink batch in netns (undefined: the daemon's own). */
-  runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]>;
+  runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
 }
 
 export const defaultDeviceEnv = (runOps: DeviceActionEnv['runOps']): DeviceActionEnv => ({

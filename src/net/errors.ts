@@ -173,7 +173,7 @@ export function explain(op: Op | undefined, code: string): string {
 
 /** A native error → KernelError with a sentence naming what, where and why. Errors that are
  * not from the kernel (TypeError and RangeError for bad op fields) pass through unchanged. */
-export function toKernelError(err: unknown, ops: Op[] | Op | undefined, netns: string | undefined): unknown {
+export function toKernelError(err: unknown, ops: readonly Op[] | Op | undefined, netns: string | undefined): unknown {
   const e = err as NativeOpError;
   if (!(e instanceof Error) || typeof e.code !== 'string' || typeof e.errno !== 'number') return err;
   const list = ops === undefined ? [] : Array.isArray(ops) ? ops : [ops];

@@ -21,14 +21,14 @@
 // The daemon's event loop is never blocked for a kernel wait. While a pool batch is running
 // on a handle, quick batches for that handle go to the pool too: the socket serves one batch
 // at a time, and waiting for it on the JS thread would block the loop after all.
-import type { LinkInfo, Op, OpResult } from '../base/ops.js';
+import type { LinkInfo, Op, OpResult, ResultsOf } from '../base/ops.js';
 import { native } from './native.js';
 import { toKernelError } from './errors.js';
 
 /** The addon's Handle class as the addon exports it (see native/src/handle.h). */
 interface NativeHandle {
-  run(ops: Op[]): Promise<OpResult[]>;
-  runSync(ops: Op[]): OpResult[];
+  run(ops: readonly Op[]): Promise<OpResult[]>;
+  runSync(ops: readonly Op[]): OpResult[];
   encode(op: Op): Buffer;
   close(): void;
   readonly netns?: string;
@@ -84,16 +84,16 @@ export class NetHandle {
    * `index` names the failing op and `completed` holds the results before it. Bad fields
    * reject with a TypeError/RangeError naming the field before anything is sent. Picks the
    * JS thread or a pool thread as the header comment says. */
-  async run(ops: Op[]): Promise<OpResult[]> {
+  async run<const T extends readonly Op[]>(ops: T): Promise<ResultsOf<T>> {
     if (this.onPool === 0 && Array.isArray(ops) && isQuickBatch(ops)) return this.runSync(ops);
     return this.runOnPool(ops);
   }
 
   /** Runs ops on a libuv pool thread, whatever they are. */
-  async runOnPool(ops: Op[]): Promise<OpResult[]> {
+  async runOnPool<const T extends readonly Op[]>(ops: T): Promise<ResultsOf<T>> {
     this.onPool++;
     try {
-      return await this.h.run(ops);
+      return (await this.h.run(ops)) as ResultsOf<T>; // the addon answers each op as OpResults says
     } catch (err) {
       throw toKernelError(err, ops, this.netns);
     } finally {
@@ -103,9 +103,9 @@ export class NetHandle {
 
   /** Runs ops on the calling thread. Only for quick ops (see isQuickBatch): a veth delete
    * here would stall the event loop for an RCU grace period. */
-  runSync(ops: Op[]): OpResult[] {
+  runSync<const T extends readonly Op[]>(ops: T): ResultsOf<T> {
     try {
-      return this.h.runSync(ops);
+      return this.h.runSync(ops) as ResultsOf<T>;
     } catch (err) {
       throw toKernelError(err, ops, this.netns);
     }

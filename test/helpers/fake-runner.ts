@@ -2,7 +2,7 @@
 // kernel is out of scope here, only what core sends and in what order. It records every batch
 // it is handed, takes ops in order like the addon does (a failing op stops its batch, the ops
 // before it took effect, the error's `index` names it), and can fail any action on demand.
-import type { Op, OpResult } from '../../src/base/ops.js';
+import type { Op, OpResult, ResultsOf } from '../../src/base/ops.js';
 import type { HostAction, StepAction } from '../../src/base/plan.js';
 import type { ActionRunner } from '../../src/core/executor.js';
 
@@ -61,10 +61,10 @@ export class FakeRunner implements ActionRunner {
     return { index };
   }
 
-  async runOps(netns: string | undefined, ops: Op[]): Promise<OpResult[]> {
-    this.batches.push({ kind: 'ops', netns, actions: ops });
+  async runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>> {
+    this.batches.push({ kind: 'ops', netns, actions: [...ops] });
     this.events?.push(`runner.ops ${ops.map((o) => o.op).join(',')}`);
-    return ops.map((op, i) => this.take(netns, op, i));
+    return ops.map((op, i) => this.take(netns, op, i)) as ResultsOf<T>; // scripted answers
   }
 
   async runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {

@@ -14,42 +14,42 @@ export function findLink(h: NetHandle, link: LinkRef): Promise<LinkInfo | undefi
 /** The link; a KernelError (ENODEV) when it is missing. */
 export async function getLink(h: NetHandle, link: LinkRef): Promise<LinkInfo> {
   const [r] = await h.run([{ op: 'link.get', link }]);
-  return r.link!;
+  return r.link;
 }
 
 /** Every link of the handle's netns, optionally only of one kind ("veth", "bridge", ...). */
 export async function listLinks(h: NetHandle, kind?: string): Promise<LinkInfo[]> {
   const [r] = await h.run([{ op: 'link.list', ...(kind ? { kind } : {}) }]);
-  return r.links ?? [];
+  return r.links;
 }
 
 /** Addresses of one link (or of all links), optionally of one family. */
 export async function listAddrs(h: NetHandle, link?: LinkRef, family?: 4 | 6): Promise<AddrInfo[]> {
   const [r] = await h.run([{ op: 'addr.list', ...(link !== undefined ? { link } : {}), ...(family ? { family } : {}) }]);
-  return r.addrs ?? [];
+  return r.addrs;
 }
 
 /** Routes of one table (default: main), optionally of one family. Cached clones excluded. */
 export async function listRoutes(h: NetHandle, opts: { family?: 4 | 6; table?: number } = {}): Promise<RouteInfo[]> {
   const [r] = await h.run([{ op: 'route.list', ...opts }]);
-  return r.routes ?? [];
+  return r.routes;
 }
 
 /** The ARP/NDP cache and proxy entries together (NeighInfo.proxy tells them apart). */
 export async function listNeighs(h: NetHandle, link?: LinkRef, family?: 4 | 6): Promise<NeighInfo[]> {
   const [r] = await h.run([{ op: 'neigh.list', ...(link !== undefined ? { link } : {}), ...(family ? { family } : {}) }]);
-  return r.neighs ?? [];
+  return r.neighs;
 }
 
 export async function listQdiscs(h: NetHandle, link?: LinkRef): Promise<QdiscInfo[]> {
   const [r] = await h.run([{ op: 'qdisc.list', ...(link !== undefined ? { link } : {}) }]);
-  return r.qdiscs ?? [];
+  return r.qdiscs;
 }
 
 /** Filters on one hook; redirect filters report their target ifindex in redirectTo. */
 export async function listFilters(h: NetHandle, link: LinkRef, parent: 'ingress' | 'egress' = 'ingress'): Promise<FilterInfo[]> {
   const [r] = await h.run([{ op: 'filter.list', link, parent }]);
-  return r.filters ?? [];
+  return r.filters;
 }
 
 /** The PF's VFs as it reports them (empty for a link without SR-IOV). */

@@ -19,7 +19,7 @@ import { setInstance } from '../../src/base/names.js';
 import type { ActionRunner } from '../../src/core/executor.js';
 import type { SandboxRecord } from '../../src/core/record.js';
 import type { AttachRequest } from '../../src/base/types.js';
-import { runDeviceAction } from '../../src/devices/actions.js';
+import { runDeviceAction, type DeviceActionEnv } from '../../src/devices/actions.js';
 import { Ipam } from '../../src/ipam/index.js';
 import { runHostAction } from '../../src/daemon/host-actions.js';
 import { DEVICE_ACTION_OPS, type DeviceAction } from '../../src/base/ops.js';
@@ -54,7 +54,7 @@ class Node {
     const guard = () => {
       if (this.dead) throw new Crashed('daemon is dead');
     };
-    const deviceEnv = { sysfs: () => s.node.kernel, runOps: (ns: string | undefined, ops: any[]) => this.net.runOps(ns, ops) };
+    const deviceEnv: DeviceActionEnv = { sysfs: () => s.node.kernel, runOps: (ns, ops) => this.net.runOps(ns, ops) };
     this.runner = {
       runOps: async (ns, ops) => (guard(), this.net.runOps(ns, ops)),
       runHostAction: async (ns, a) => {

@@ -7,7 +7,7 @@ import { KnitError } from '../../src/base/errors.js';
 import { runDeviceAction, type DeviceActionEnv } from '../../src/devices/actions.js';
 import { rdmaMoveCommand, rdmaNetnsArg } from '../../src/devices/rdma.js';
 import type { Sysfs } from '../../src/devices/sysfs.js';
-import type { LinkInfo, Op, OpResult } from '../../src/base/ops.js';
+import type { LinkInfo, Op, OpResult, ResultsOf } from '../../src/base/ops.js';
 import { createSriovNode, NODE, type FakeSysfs } from '../fixtures/fake-sysfs.js';
 
 // VF0's netdev is ifindex 10 in the simulated sysfs.
@@ -21,9 +21,9 @@ function recordedNetlink(sysfs: Sysfs, links: LinkInfo[]) {
   const sent: Op[] = [];
   const env: DeviceActionEnv = {
     sysfs: () => sysfs,
-    async runOps(netns, ops) {
+    async runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T) {
       if (netns !== undefined) throw new Error('host only');
-      return ops.map((op): OpResult => {
+      return ops.map((op): OpResult => { // a scripted kernel: answers as OpResults says
         const l = table.get(String((op as { link: unknown }).link));
         if (!l) throw Object.assign(new Error(`ENODEV: ${(op as { link: unknown }).link}`), { code: 'ENODEV' });
         if (op.op === 'link.get') return { link: { ...l } };
@@ -38,7 +38,7 @@ function recordedNetlink(sysfs: Sysfs, links: LinkInfo[]) {
           table.set(op.name, l);
         }
         return {};
-      });
+      }) as ResultsOf<T>;
     },
   };
   return { env, sent, table };
@@ -140,11 +140,11 @@ test('vf.checkMac reads the PF back until the VF shows the MAC (simulated PF: th
   let reads = 0;
   const env: DeviceActionEnv = {
     sysfs: () => { throw new Error('no sysfs'); },
-    async runOps(_ns, ops) {
+    async runOps<const T extends readonly Op[]>(_ns: string | undefined, ops: T) {
       t.deepEqual(ops, [{ op: 'link.get', link: 'ens1f0', vfs: true }]);
       reads++;
       const mac = reads >= 3 ? '02:AA:BB:CC:DD:01' : '00:00:00:00:00:00';
-      return [{ link: link('ens1f0', { vfs: [{ vf: 1, mac, vlan: 0, qos: 0 }] }) }];
+      return [{ link: link('ens1f0', { vfs: [{ vf: 1, mac, vlan: 0, qos: 0 }] }) }] as ResultsOf<T>;
     },
   };
   await runDeviceAction(undefined, { op: 'vf.checkMac', link: 'ens1f0', vf: 1, mac: '02:aa:bb:cc:dd:01' }, env);

@@ -6,7 +6,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { KnitError } from '../../src/base/errors.js';
 import type { InterfaceRequest } from '../../src/base/types.js';
-import type { AddrInfo, LinkInfo, Op, OpResult } from '../../src/base/ops.js';
+import type { AddrInfo, LinkInfo, Op, OpResult, ResultsOf } from '../../src/base/ops.js';
 import { prepareDevice, withDevices, HOST_NETNS } from '../../runtimes/with-devices/index.js';
 import { strategies } from '../../runtimes/index.js';
 import type { PreparedDevice } from '../../runtimes/with-devices/index.js';
@@ -46,7 +46,7 @@ function fakeCtx(sysfsRoot: string, reads: FakeKernelReads = {}) {
   const held = new Set<string>();
   const ctx: PrepareContext = {
     sysfsRoot,
-    async runOps(netns, batch) {
+    async runOps<const T extends readonly Op[]>(netns: string | undefined, batch: T) {
       return batch.map((op): OpResult => {
         ops.push({ netns, op });
         if (op.op === 'addr.list') return { addrs: reads.addrs?.[String(op.link)] ?? [] };
@@ -55,7 +55,7 @@ function fakeCtx(sysfsRoot: string, reads: FakeKernelReads = {}) {
         if (!found) throw Object.assign(new Error(`ENODEV reading link ${op.link}`), { code: 'ENODEV' });
         if (found.vfs && !op.vfs) return { link: { ...found, vfs: undefined } };
         return { link: found };
-      });
+      }) as ResultsOf<T>;
     },
     holderOf: (bdf) => reads.holders?.[bdf],
     lock(key) {
