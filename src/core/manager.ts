@@ -79,6 +79,9 @@ export interface ManagerDeps {
   hooks?: ManagerHooks;
   /** sysfs root for device attachments (config sysfsRoot; default '/sys'). */
   sysfsRoot?: () => string;
+  /** Conditions an operator must see in NodeStatus.message that do not make the node unready
+   * (e.g. queued CNI DELs that gave up). */
+  conditions?: () => Promise<string[]>;
 }
 
 const sameRequest = (a: AttachRequest, b: AttachRequest) =>
@@ -426,10 +429,11 @@ export class SandboxManager implements SandboxService {
       ...missing.map((m) => `required extension ${m} is not registered`),
     ];
     const exhausted = networks.flatMap((n) => n.pools.filter((p) => p.free === 0).map((p) => `${n.name} ${p.subnet}`));
+    const conditions = (await this.deps.conditions?.()) ?? [];
     return {
       ready: reasons.length === 0,
       reason: reasons.length ? 'NetworkPluginNotReady' : '',
-      message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`)].join('; '),
+      message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`), ...conditions].join('; '),
       schedulable: exhausted.length === 0,
       networks,
       sandboxes: [...this.deps.records.values()].filter((r) => r.state === 'attached').length,
