@@ -102,6 +102,14 @@ function inversesOf(steps: Step[], count: number): StepAction[] {
     .map(tolerant);
 }
 
+/** Makes the runner fail step k of `steps` when it comes. Its action may repeat (each
+ * interface brings up lo): the failure hits its own occurrence. */
+function failStep(runner: FakeRunner, steps: Step[], k: number): void {
+  const failing = JSON.stringify(steps[k].do);
+  let before = steps.slice(0, k).filter((s) => JSON.stringify(s.do) === failing).length;
+  runner.failWhen = (a) => JSON.stringify(a) === failing && before-- === 0;
+}
+
 /** The steps a clean attach of `req` records (their do actions are the same every time). */
 async function plannedSteps(req: AttachRequest): Promise<Step[]> {
   const f = fixture();
@@ -133,10 +141,7 @@ for (const [title, interfaces] of [['one routed dual-stack interface', [{ name: 
     t.true(steps.length >= 5);
     for (let k = 0; k < steps.length; k++) {
       const f = fixture();
-      // Step k's action may repeat (each interface brings up lo): fail its own occurrence.
-      const failing = JSON.stringify(steps[k].do);
-      let before = steps.slice(0, k).filter((s) => JSON.stringify(s.do) === failing).length;
-      f.runner.failWhen = (a) => JSON.stringify(a) === failing && before-- === 0;
+      failStep(f.runner, steps, k);
       const err = await t.throwsAsync(f.manager.attach(req), { instanceOf: KnitError }, `step ${k}`);
       t.is(err!.code, 'INTERNAL');
       t.true(err!.message.startsWith(`step ${k + 1} (${steps[k].description}) failed`), err!.message);
@@ -375,21 +380,32 @@ test('AddInterface journals then runs only the new interface\'s steps; RemoveInt
   t.is(missing!.code, 'NOT_FOUND');
 });
 
-test('a failed AddInterface takes back only its own steps and addresses', async (t) => {
-  const f = fixture();
-  await f.manager.attach(request());
-  const before = structuredClone(f.records.get('sb-1')!);
-  const applied = f.runner.applied.length;
-  f.runner.failEvery((a) => a.op === 'addr.add' && (a as { address: string }).address.startsWith('10.188.2.'));
-  const err = await t.throwsAsync(f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' }), { instanceOf: KnitError });
-  t.is(err!.code, 'INTERNAL');
-  const sent = f.runner.applied.slice(applied).map((x) => x.action);
-  t.true(sent.some((a) => a.op === 'link.add'), 'the new veth was made');
-  t.true(sent.at(-1)!.op === 'link.set' || sent.at(-1)!.op === 'link.del', 'and taken back');
-  const { updatedAt: _a, ...now } = f.records.get('sb-1')!;
-  const { updatedAt: _b, ...was } = before;
-  t.deepEqual(now, was, 'the record is as it was');
-  t.is(f.held(), 2);
+test('AddInterface failing at every step takes back exactly its own steps before it, and its addresses', async (t) => {
+  const scratch = fixture();
+  await scratch.manager.attach(request());
+  const attachedSteps = scratch.records.get('sb-1')!.steps.length;
+  await scratch.manager.addInterface('sb-1', { name: 'net1', network: 'storage' });
+  const added = scratch.records.get('sb-1')!.steps.slice(attachedSteps);
+  for (let k = 0; k < added.length; k++) {
+    const f = fixture();
+    await f.manager.attach(request());
+    const { updatedAt: _b, ...was } = structuredClone(f.records.get('sb-1')!);
+    const applied = f.runner.applied.length;
+    const written = f.records.written.length;
+    failStep(f.runner, added, k);
+    const err = await t.throwsAsync(f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' }), { instanceOf: KnitError });
+    t.is(err!.code, 'INTERNAL');
+    const journal = f.records.written[written];
+    t.deepEqual(journal.pending, { op: 'add', ifname: 'net1' }, 'the add is journalled first');
+    t.deepEqual(
+      f.runner.applied.slice(applied).map((x) => x.action),
+      [...added.slice(0, k).map((s) => s.do), ...inversesOf(journal.steps.slice(attachedSteps), k)],
+      `failure at step ${k} of the add`,
+    );
+    const { updatedAt: _a, ...now } = f.records.get('sb-1')!;
+    t.deepEqual(now, was, 'the record is as it was');
+    t.is(f.held(), 2);
+  }
 });
 
 test('host ports go to the default-route interface; one held by another sandbox, even before its record is written, is refused naming it', async (t) => {
