@@ -7,7 +7,7 @@ import type { InterfacePart, NetworkSpec, PrepareContext, Strategy } from '../ba
 import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
-import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { recordVersionFor, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { garbageCollect, type ValidAttachment } from './gc.js';
@@ -130,7 +130,7 @@ export class SandboxManager implements SandboxService {
     const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: SANDBOX_RECORD_VERSION, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
+      version: recordVersionFor(steps), sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change

@@ -320,6 +320,9 @@ test('host ports go to the default-route interface; one held by another sandbox,
   const table = f.records.get('sb-1')!.steps.find((s) => s.do.op === 'nft.apply')!.do as { ruleset: string };
   t.regex(table.ruleset, new RegExp(`dnat ip to ${storage.replace(/\./g, '\\.')}:80\n`), 'DNAT to the default-route interface (net1 on storage)');
   t.notRegex(table.ruleset, /10\.188\.1\./);
+  t.is(f.records.get('sb-1')!.version, 2, 'a plan with host-port actions is record format 2');
+  await f.manager.attach(request({ sandboxId: 'sb-3', netnsPath: '/run/netns/tm-3' }));
+  t.is(f.records.get('sb-3')!.version, 1, 'one without them stays format 1, which older knits read');
   await f.manager.detach('sb-1');
   await t.notThrowsAsync(f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])), 'free again after detach');
 });
