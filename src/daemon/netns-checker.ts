@@ -2,7 +2,7 @@
 // an INVALID_ARGUMENT about netns_path, which is what the caller got wrong.
 import { identifyNetns, NetnsError } from '../net/netns.js';
 import { KnitError } from '../base/errors.js';
-import type { NetnsPort } from '../core/manager.js';
+import type { NetnsPort } from '../core/ports.js';
 import type { NetnsIdentity } from '../core/record.js';
 
 export class NetnsChecker implements NetnsPort {
