@@ -4,7 +4,7 @@
 // is what the kernel and e2e tests are for. What is checked: the journal precedes the kernel,
 // a failure anywhere is taken back exactly, repeats are idempotent, conflicts are refused.
 import test, { type ExecutionContext } from 'ava';
-import { SandboxManager, type ExtensionsPort, type RecordStorePort } from '../../src/core/manager.js';
+import { SandboxManager, type ExtensionsPort, type NetnsPort, type RecordStorePort } from '../../src/core/manager.js';
 import { Ipam } from '../../src/ipam/index.js';
 import { runcStrategy } from '../../runtimes/runc/index.js';
 import { tolerant, type Step, type StepAction } from '../../src/base/plan.js';
@@ -61,7 +61,7 @@ class FakeExtensions implements ExtensionsPort {
   missingRequired() { return []; }
 }
 
-function fixture() {
+function fixture(netns?: NetnsPort) {
   const events: string[] = [];
   const runner = new FakeRunner(events);
   const records = new MemoryRecords(events);
@@ -76,7 +76,7 @@ function fixture() {
     ipam,
     runner,
     // One netns per path; the inode stands for the namespace.
-    netns: { identify: (path) => ({ path, dev: 4, ino: 4026530000 + path.length }) },
+    netns: netns ?? { identify: (path) => ({ path, dev: 4, ino: 4026530000 + path.length }) },
     strategies: { runc: runcStrategy },
     extensions,
     reaper: { kick: () => kicks++ },
@@ -414,4 +414,34 @@ test('host ports go to the default-route interface; one held by another sandbox,
   t.notRegex(table.ruleset, /10\.188\.1\./);
   await f.manager.detach('sb-1');
   await t.notThrowsAsync(f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])), 'free again after detach');
+});
+
+test('Plan refuses exactly what Attach refuses, before anything is held or run: static IPs the pool would not take, a /32 off its gateway, a runc binding key, a netns that is not one', async (t) => {
+  const { manager, runner, held, records } = fixture();
+  await manager.attach(request({ sandboxId: 'other', netnsPath: '/run/netns/tm-other' }, [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }]));
+  const heldBefore = held();
+  const callsBefore = runner.batches.length;
+  const bad: [InterfaceRequest, string][] = [
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.9.5/24'] }, 'interfaces[0].ips[0]'], // outside the subnet
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.1/24'] }, 'interfaces[0].ips[0]'], // the gateway
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }, 'interfaces[0].ips[0]'], // held by "other"
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.5/32'] }, 'interfaces[0].ips[0]'], // gateway off-link
+    [{ name: 'eth0', binding: { queues: '2' } }, 'interfaces[0].binding.queues'],
+  ];
+  for (const [iface, field] of bad) {
+    for (const call of [() => manager.plan(request({}, [iface])), () => manager.attach(request({}, [iface]))]) {
+      const err = await t.throwsAsync(call(), { instanceOf: KnitError });
+      t.is(err?.details.field, field, err?.message);
+    }
+  }
+  t.is(held(), heldBefore, 'nothing more held');
+  t.is(runner.batches.length, callsBefore, 'nothing more run');
+  t.deepEqual([...records.docs.keys()], ['other']);
+  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); } });
+  for (const call of [() => notNetns.manager.plan(request()), () => notNetns.manager.attach(request())]) {
+    t.is((await t.throwsAsync(call(), { instanceOf: KnitError }))?.details.field, 'netns_path');
+  }
+  t.is(notNetns.held(), 0);
+  // The routed network's gateway is link-local and on-link by route: a /32 there is its normal shape.
+  await t.notThrowsAsync(manager.plan(request({}, [{ name: 'eth0', ips: ['10.188.1.9/32'] }])));
 });
