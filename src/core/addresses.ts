@@ -2,7 +2,7 @@
 // the network's pools, one per family the network has.
 import type { InterfaceRequest } from '../base/types.js';
 import type { NetworkSpec, Allocation } from '../base/strategy.js';
-import type { IpamPort } from './manager.js';
+import type { IpamPort } from './ports.js';
 import { ipamOwner, type InterfaceAllocation } from './record.js';
 import { KnitError } from '../base/errors.js';
 import { cidrContains, formatIp, tryParseCidr, tryParseIp } from '../ipam/index.js';

@@ -167,10 +167,18 @@ export function heldHostPorts(rec: SandboxRecord): { sandboxId: string; mappings
   return { sandboxId: rec.sandboxId, mappings: hostPortTablesOf(rec).length ? rec.request.portMappings : [] };
 }
 
-/** Differences for knit check: a host-port table the record made that the host lacks. */
+/** Differences for knit check: a host-port table the record made that the host lacks, and a
+ * route_localnet it set that is off again. */
 export async function checkHostPorts(rec: SandboxRecord, runner: ActionRunner): Promise<string[]> {
   const expected = hostPortTablesOf(rec);
   if (!expected.length || !runner.hostPortTables) return [];
   const present = new Set(await runner.hostPortTables());
-  return expected.filter((t) => !present.has(t)).map((t) => `nft table inet ${t} (host ports) is missing on the host`);
+  const differences = expected.filter((t) => !present.has(t)).map((t) => `nft table inet ${t} (host ports) is missing on the host`);
+  const localnet = rec.steps.find((s) => s.do.op === 'sysctl.set' && s.netns === undefined && s.do.key.endsWith('.route_localnet'));
+  if (localnet?.do.op === 'sysctl.set') {
+    const key = localnet.do.key;
+    const [{ value } = {}] = await runner.runOps(undefined, [{ op: 'sysctl.get', key }]).catch(() => [{ value: 'missing' }]);
+    if (value?.trim() !== '1') differences.push(`${key} is ${value?.trim() ?? 'unreadable'}, expected 1: host ports on 127.0.0.1 do not answer`);
+  }
+  return differences;
 }

@@ -10,7 +10,7 @@ import { KnitError, CniCode } from '../base/errors.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { composeResult, defaultRouteIndex, freeSlot, planInterfaces } from './interface-plans.js';
 import { withChainParts } from './cni-steps.js';
-import type { IpamPort, RecordStorePort } from './manager.js';
+import type { IpamPort, RecordStorePort } from './ports.js';
 import type { InterfaceAllocation, SandboxRecord } from './record.js';
 import type { AttachResult, InterfaceRequest, RuntimeKind } from '../base/types.js';
 

@@ -3,10 +3,10 @@
 // running sandbox, or taken out of it, without rebuilding the others. With several networks,
 // only one interface carries the default route: the one the request marks, else the first
 // (what Multus does with its cluster-default network).
-import type { InterfaceInput, NetworkSpec, PlannedIp, PrepareContext, Strategy, InterfacePart } from '../base/strategy.js';
+import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy, InterfacePart } from '../base/strategy.js';
 import type { Step } from '../base/plan.js';
 import type { InterfaceAllocation } from './record.js';
-import type { AttachRequest, AttachResult, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute } from '../base/types.js';
+import type { AttachRequest, AttachResult, DnsConfig, InterfaceRequest } from '../base/types.js';
 import { KnitError } from '../base/errors.js';
 
 /** Index of the interface that gives the sandbox its default route. */

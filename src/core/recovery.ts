@@ -4,9 +4,9 @@
 import type { ActionRunner } from './executor.js';
 import { undoSteps } from './executor.js';
 import { reserveFromRecord } from './addresses.js';
-import type { IpamPort, RecordStorePort } from './manager.js';
+import type { IpamPort, RecordStorePort } from './ports.js';
 import type { SandboxRecord } from './record.js';
-import { sweepLeakedDevices, sweepLeakedHostPortTables } from './sweep.js';
+import { sweepLeakedDevices, sweepLeakedHostPortTables } from './gc.js';
 import type { Reaper } from './reaper.js';
 import { repairPending } from './hotplug.js';
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { identifyNetns, NetnsError } from '../net/netns.js';
 import { KnitError, quote } from '../base/errors.js';
 import { netnsPathProblem } from '../api/rules.js';
-import type { NetnsPort } from '../core/manager.js';
+import type { NetnsPort } from '../core/ports.js';
 import type { NetnsIdentity } from '../core/record.js';
 
 export class NetnsChecker implements NetnsPort {

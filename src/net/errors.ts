@@ -52,7 +52,7 @@ function ref(l: LinkRef | undefined): string {
 }
 
 /** "creating veth kn1a2b3c4d5e" and "veth kn1a2b3c4d5e": what an op does, and to what. */
-export function describeOp(op: Op): { doing: string; object: string } {
+function describeOp(op: Op): { doing: string; object: string } {
   switch (op.op) {
     case 'link.add': {
       const object = `${op.kind} ${op.name}`;

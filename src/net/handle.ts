@@ -47,7 +47,7 @@ const QUICK_OPS: ReadonlySet<Op['op']> = new Set<Op['op']>([
 ]);
 
 /** True when run() would execute this batch on the calling thread. */
-export function isQuickBatch(ops: readonly Op[]): boolean {
+function isQuickBatch(ops: readonly Op[]): boolean {
   return ops.every((o) => QUICK_OPS.has(o?.op));
 }
 

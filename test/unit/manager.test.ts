@@ -1,112 +1,12 @@
-// SandboxManager (src/core/manager.ts) with every port faked except the pure ones: the real
-// IPAM and the real runc strategy (plans are data), a fake runner that records what it is
-// asked and fails where told, an in-memory record store. The kernel is out of scope here; it
+// SandboxManager (src/core/manager.ts) over fakes (test/helpers/core-fixture.ts): the real IPAM
+// and runc strategy, a fake runner, an in-memory record store. The kernel is out of scope here; it
 // is what the kernel and e2e tests are for. What is checked: the journal precedes the kernel,
 // a failure anywhere is taken back exactly, repeats are idempotent, conflicts are refused.
 import test, { type ExecutionContext } from 'ava';
-import { SandboxManager, type ExtensionsPort, type NetnsPort, type RecordStorePort } from '../../src/core/manager.js';
-import { Ipam } from '../../src/ipam/index.js';
-import { runcStrategy } from '../../runtimes/runc/index.js';
-import { tolerant, type Step, type StepAction } from '../../src/base/plan.js';
 import { KnitError } from '../../src/base/errors.js';
-import type { NetworkSpec } from '../../src/base/strategy.js';
 import type { SandboxRecord } from '../../src/core/record.js';
 import type { AttachRequest, InterfaceRequest } from '../../src/base/types.js';
-import { FakeRunner } from '../helpers/fake-runner.js';
-
-const NETNS = '/run/netns/tm-pod';
-
-const NETWORKS: NetworkSpec[] = [
-  {
-    name: 'pods', mode: 'routed', mtu: 1500, hairpin: false, routes: [{ dst: '10.188.128.0/17' }],
-    ipv4: { subnet: '10.188.1.0/24', gateway: '10.188.1.1' }, ipv6: { subnet: 'fd00:188:1::/64', gateway: 'fd00:188:1::1' },
-  },
-  {
-    name: 'storage', mode: 'bridge', bridge: 'tmbr0', mtu: 1450, hairpin: true, routes: [],
-    ipv4: { subnet: '10.188.2.0/24', gateway: '10.188.2.1' },
-  },
-];
-
-class MemoryRecords implements RecordStorePort<SandboxRecord> {
-  readonly docs = new Map<string, SandboxRecord>();
-  /** Every record written, in order (retire names are random: expected inverses come from here). */
-  readonly written: SandboxRecord[] = [];
-  /** A write this answers true for fails, as a full disk would. */
-  failPut?: (doc: SandboxRecord) => boolean;
-  constructor(private readonly events: string[]) {}
-  get(id: string) { return this.docs.get(id); }
-  values() { return this.docs.values(); }
-  async put(id: string, doc: SandboxRecord) {
-    this.events.push(`store.put ${doc.state}`);
-    if (this.failPut?.(doc)) throw new Error('no space left on device');
-    this.docs.set(id, structuredClone(doc));
-    this.written.push(structuredClone(doc));
-  }
-  async remove(id: string) {
-    this.events.push('store.remove');
-    this.docs.delete(id);
-  }
-}
-
-class FakeExtensions implements ExtensionsPort {
-  failPhase?: string;
-  constructor(private readonly events: string[]) {}
-  list() { return []; }
-  async register() {}
-  async unregister() {}
-  async notify(phase: string) {
-    this.events.push(`extensions.${phase}`);
-    if (phase === this.failPhase) throw new KnitError('UNAVAILABLE', `required extension failed at ${phase}`);
-  }
-  missingRequired() { return []; }
-}
-
-function fixture(netns?: NetnsPort) {
-  const events: string[] = [];
-  const runner = new FakeRunner(events);
-  const records = new MemoryRecords(events);
-  const extensions = new FakeExtensions(events);
-  const ipam = new Ipam(NETWORKS);
-  let kicks = 0;
-  const manager = new SandboxManager({
-    networks: () => new Map(NETWORKS.map((n) => [n.name, n])),
-    defaultNetwork: () => 'pods',
-    unreadyNetworks: () => new Map(),
-    records,
-    ipam,
-    runner,
-    // One netns per path; the inode stands for the namespace.
-    netns: netns ?? { identify: (path) => ({ path, dev: 4, ino: 4026530000 + path.length }) },
-    strategies: { runc: runcStrategy },
-    extensions,
-    reaper: { kick: () => kicks++ },
-  });
-  const held = () => NETWORKS.reduce((n, net) => n + ipam.usage(net.name).reduce((m, p) => m + p.used, 0), 0);
-  return { events, runner, records, extensions, ipam, manager, held, kicks: () => kicks };
-}
-
-function request(over: Partial<AttachRequest> = {}, interfaces: InterfaceRequest[] = [{ name: 'eth0' }]): AttachRequest {
-  return { sandboxId: 'sb-1', netnsPath: NETNS, runtime: 'runc', interfaces, portMappings: [], labels: {}, annotations: {}, ...over };
-}
-
-const TWO_NETWORKS: InterfaceRequest[] = [{ name: 'eth0' }, { name: 'net1', network: 'storage' }];
-
-/** What undoing steps [0, count) in retire mode must send: each step's retire actions (else
- * its undo), last step first, every one tolerant of a missing object. */
-function inversesOf(steps: Step[], count: number): StepAction[] {
-  return steps
-    .slice(0, count)
-    .reverse()
-    .flatMap((s) => s.retire ?? (s.undo ? [s.undo] : []))
-    .map(tolerant);
-}
-
-/** The steps a clean attach of `req` records (their do actions are the same every time). */
-async function plannedSteps(req: AttachRequest): Promise<Step[]> {
-  const f = fixture();
-  await f.manager.attach(req);
-  return f.records.get(req.sandboxId)!.steps;
-}
+import { NETNS, TWO_NETWORKS, failStep, fixture, inversesOf, plannedSteps, request } from '../helpers/core-fixture.js';
 
 test('attach journals the plan (state attaching) before the first kernel change, then records it attached', async (t) => {
   const f = fixture();
@@ -132,10 +32,7 @@ for (const [title, interfaces] of [['one routed dual-stack interface', [{ name: 
     t.true(steps.length >= 5);
     for (let k = 0; k < steps.length; k++) {
       const f = fixture();
-      // Step k's action may repeat (each interface brings up lo): fail its own occurrence.
-      const failing = JSON.stringify(steps[k].do);
-      let before = steps.slice(0, k).filter((s) => JSON.stringify(s.do) === failing).length;
-      f.runner.failWhen = (a) => JSON.stringify(a) === failing && before-- === 0;
+      failStep(f.runner, steps, k);
       const err = await t.throwsAsync(f.manager.attach(req), { instanceOf: KnitError }, `step ${k}`);
       t.is(err!.code, 'INTERNAL');
       t.true(err!.message.startsWith(`step ${k + 1} (${steps[k].description}) failed`), err!.message);
@@ -374,21 +271,32 @@ test('AddInterface journals then runs only the new interface\'s steps; RemoveInt
   t.is(missing!.code, 'NOT_FOUND');
 });
 
-test('a failed AddInterface takes back only its own steps and addresses', async (t) => {
-  const f = fixture();
-  await f.manager.attach(request());
-  const before = structuredClone(f.records.get('sb-1')!);
-  const applied = f.runner.applied.length;
-  f.runner.failEvery((a) => a.op === 'addr.add' && (a as { address: string }).address.startsWith('10.188.2.'));
-  const err = await t.throwsAsync(f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' }), { instanceOf: KnitError });
-  t.is(err!.code, 'INTERNAL');
-  const sent = f.runner.applied.slice(applied).map((x) => x.action);
-  t.true(sent.some((a) => a.op === 'link.add'), 'the new veth was made');
-  t.true(sent.at(-1)!.op === 'link.set' || sent.at(-1)!.op === 'link.del', 'and taken back');
-  const { updatedAt: _a, ...now } = f.records.get('sb-1')!;
-  const { updatedAt: _b, ...was } = before;
-  t.deepEqual(now, was, 'the record is as it was');
-  t.is(f.held(), 2);
+test('AddInterface failing at every step takes back exactly its own steps before it, and its addresses', async (t) => {
+  const scratch = fixture();
+  await scratch.manager.attach(request());
+  const attachedSteps = scratch.records.get('sb-1')!.steps.length;
+  await scratch.manager.addInterface('sb-1', { name: 'net1', network: 'storage' });
+  const added = scratch.records.get('sb-1')!.steps.slice(attachedSteps);
+  for (let k = 0; k < added.length; k++) {
+    const f = fixture();
+    await f.manager.attach(request());
+    const { updatedAt: _b, ...was } = structuredClone(f.records.get('sb-1')!);
+    const applied = f.runner.applied.length;
+    const written = f.records.written.length;
+    failStep(f.runner, added, k);
+    const err = await t.throwsAsync(f.manager.addInterface('sb-1', { name: 'net1', network: 'storage' }), { instanceOf: KnitError });
+    t.is(err!.code, 'INTERNAL');
+    const journal = f.records.written[written];
+    t.deepEqual(journal.pending, { op: 'add', ifname: 'net1' }, 'the add is journalled first');
+    t.deepEqual(
+      f.runner.applied.slice(applied).map((x) => x.action),
+      [...added.slice(0, k).map((s) => s.do), ...inversesOf(journal.steps.slice(attachedSteps), k)],
+      `failure at step ${k} of the add`,
+    );
+    const { updatedAt: _a, ...now } = f.records.get('sb-1')!;
+    t.deepEqual(now, was, 'the record is as it was');
+    t.is(f.held(), 2);
+  }
 });
 
 test('host ports go to the default-route interface; one held by another sandbox, even before its record is written, is refused naming it', async (t) => {
@@ -412,6 +320,9 @@ test('host ports go to the default-route interface; one held by another sandbox,
   const table = f.records.get('sb-1')!.steps.find((s) => s.do.op === 'nft.apply')!.do as { ruleset: string };
   t.regex(table.ruleset, new RegExp(`dnat ip to ${storage.replace(/\./g, '\\.')}:80\n`), 'DNAT to the default-route interface (net1 on storage)');
   t.notRegex(table.ruleset, /10\.188\.1\./);
+  t.is(f.records.get('sb-1')!.version, 2, 'a plan with host-port actions is record format 2');
+  await f.manager.attach(request({ sandboxId: 'sb-3', netnsPath: '/run/netns/tm-3' }));
+  t.is(f.records.get('sb-3')!.version, 1, 'one without them stays format 1, which older knits read');
   await f.manager.detach('sb-1');
   await t.notThrowsAsync(f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])), 'free again after detach');
 });
@@ -420,7 +331,7 @@ test('Plan refuses exactly what Attach refuses, before anything is held or run: 
   const { manager, runner, held, records } = fixture();
   await manager.attach(request({ sandboxId: 'other', netnsPath: '/run/netns/tm-other' }, [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }]));
   const heldBefore = held();
-  const callsBefore = runner.batches.length;
+  const batchesBefore = runner.batches.length;
   const bad: [InterfaceRequest, string][] = [
     [{ name: 'eth0', network: 'storage', ips: ['10.188.9.5/24'] }, 'interfaces[0].ips[0]'], // outside the subnet
     [{ name: 'eth0', network: 'storage', ips: ['10.188.2.1/24'] }, 'interfaces[0].ips[0]'], // the gateway
@@ -435,7 +346,7 @@ test('Plan refuses exactly what Attach refuses, before anything is held or run: 
     }
   }
   t.is(held(), heldBefore, 'nothing more held');
-  t.is(runner.batches.length, callsBefore, 'nothing more run');
+  t.is(runner.batches.length, batchesBefore, 'nothing more run');
   t.deepEqual([...records.docs.keys()], ['other']);
   const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); } });
   for (const call of [() => notNetns.manager.plan(request()), () => notNetns.manager.attach(request())]) {
