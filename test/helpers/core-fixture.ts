@@ -4,7 +4,7 @@
 // store that keeps every write; extensions that log their phases. One shared event log gives
 // the order of what core did across them.
 import { SandboxManager } from '../../src/core/manager.js';
-import type { ExtensionsPort, RecordStorePort } from '../../src/core/ports.js';
+import type { ExtensionsPort, NetnsPort, RecordStorePort } from '../../src/core/ports.js';
 import { Ipam } from '../../src/ipam/index.js';
 import { runcStrategy } from '../../runtimes/runc/index.js';
 import { tolerant, type Step, type StepAction } from '../../src/base/plan.js';
@@ -61,7 +61,8 @@ export class FakeExtensions implements ExtensionsPort {
   missingRequired() { return []; }
 }
 
-export function fixture() {
+/** netns: a NetnsPort of the test's own (one that refuses, say). */
+export function fixture(netns?: NetnsPort) {
   const events: string[] = [];
   const runner = new FakeRunner(events);
   const records = new MemoryRecords(events);
@@ -76,7 +77,7 @@ export function fixture() {
     ipam,
     runner,
     // One netns per path; the inode stands for the namespace.
-    netns: { identify: (path) => ({ path, dev: 4, ino: [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17) }) },
+    netns: netns ?? { identify: (path) => ({ path, dev: 4, ino: [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17) }) },
     strategies: { runc: runcStrategy },
     extensions,
     reaper: { kick: () => kicks++ },

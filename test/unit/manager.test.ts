@@ -5,7 +5,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { KnitError } from '../../src/base/errors.js';
 import type { SandboxRecord } from '../../src/core/record.js';
-import type { AttachRequest } from '../../src/base/types.js';
+import type { AttachRequest, InterfaceRequest } from '../../src/base/types.js';
 import { NETNS, TWO_NETWORKS, failStep, fixture, inversesOf, plannedSteps, request } from '../helpers/core-fixture.js';
 
 test('attach journals the plan (state attaching) before the first kernel change, then records it attached', async (t) => {
@@ -325,4 +325,34 @@ test('host ports go to the default-route interface; one held by another sandbox,
   t.is(f.records.get('sb-3')!.version, 1, 'one without them stays format 1, which older knits read');
   await f.manager.detach('sb-1');
   await t.notThrowsAsync(f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])), 'free again after detach');
+});
+
+test('Plan refuses exactly what Attach refuses, before anything is held or run: static IPs the pool would not take, a /32 off its gateway, a runc binding key, a netns that is not one', async (t) => {
+  const { manager, runner, held, records } = fixture();
+  await manager.attach(request({ sandboxId: 'other', netnsPath: '/run/netns/tm-other' }, [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }]));
+  const heldBefore = held();
+  const batchesBefore = runner.batches.length;
+  const bad: [InterfaceRequest, string][] = [
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.9.5/24'] }, 'interfaces[0].ips[0]'], // outside the subnet
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.1/24'] }, 'interfaces[0].ips[0]'], // the gateway
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }, 'interfaces[0].ips[0]'], // held by "other"
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.5/32'] }, 'interfaces[0].ips[0]'], // gateway off-link
+    [{ name: 'eth0', binding: { queues: '2' } }, 'interfaces[0].binding.queues'],
+  ];
+  for (const [iface, field] of bad) {
+    for (const call of [() => manager.plan(request({}, [iface])), () => manager.attach(request({}, [iface]))]) {
+      const err = await t.throwsAsync(call(), { instanceOf: KnitError });
+      t.is(err?.details.field, field, err?.message);
+    }
+  }
+  t.is(held(), heldBefore, 'nothing more held');
+  t.is(runner.batches.length, batchesBefore, 'nothing more run');
+  t.deepEqual([...records.docs.keys()], ['other']);
+  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); } });
+  for (const call of [() => notNetns.manager.plan(request()), () => notNetns.manager.attach(request())]) {
+    t.is((await t.throwsAsync(call(), { instanceOf: KnitError }))?.details.field, 'netns_path');
+  }
+  t.is(notNetns.held(), 0);
+  // The routed network's gateway is link-local and on-link by route: a /32 there is its normal shape.
+  await t.notThrowsAsync(manager.plan(request({}, [{ name: 'eth0', ips: ['10.188.1.9/32'] }])));
 });
