@@ -21,7 +21,8 @@ export class BindingReader {
   ) {
     this.options = iface.binding ?? {};
     for (const key of Object.keys(this.options)) {
-      if (!known.includes(key)) throw this.invalid(key, `unknown ${runtime} option; known options: ${known.join(', ')}`);
+      if (known.includes(key)) continue;
+      throw this.invalid(key, known.length ? `unknown ${runtime} option; known options: ${known.join(', ')}` : `${runtime} takes no binding options`);
     }
   }
 

@@ -19,8 +19,9 @@
 // Requests may name the pod by (name, namespace) instead of id where the POC allowed it.
 import type * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
 import path from 'node:path';
-import { KnitError } from '../base/errors.js';
+import { KnitError, quote, renameField } from '../base/errors.js';
 import { isRuntimeKind, runtimeWireName } from '../base/runtime-kinds.js';
 import type { AttachResult, SandboxService } from '../base/types.js';
 import { unary } from './handler.js';
@@ -124,10 +125,21 @@ function kniIpconfigs(result: AttachResult | undefined) {
   return out;
 }
 
+/** Why prefix cannot hold a netns file: it, or a path component, is something other than a
+ * directory. A prefix that does not exist yet is fine: knit makes it. */
+function notADirectory(prefix: string): string | undefined {
+  try {
+    const st = statSync(prefix, { throwIfNoEntry: false });
+    return st && !st.isDirectory() ? `${quote(prefix)} is not a directory` : undefined;
+  } catch (err) {
+    return `${quote(prefix)} cannot hold a network namespace: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+}
+
 /** A name safe as one path component of a netns file: k8s names are DNS-1123, so this fits them. */
 function netnsNamePart(field: string, v: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(v)) {
-    throw KnitError.invalid(field, `${JSON.stringify(v)} cannot name a network namespace (1..100 of A-Z a-z 0-9 . _ -)`);
+    throw KnitError.invalid(field, `${quote(v)} cannot name a network namespace (1..100 of A-Z a-z 0-9 . _ -)`);
   }
   return v;
 }
@@ -166,7 +178,11 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
   }
 
   const attach = call('AttachInterface', async (req: KniAttach) => {
-    const result = await service.attach(toKnitAttach(req));
+    const knitReq = toKnitAttach(req);
+    // Core's errors name knit.v1 fields (netns_path): say them as the KNI field the caller sent.
+    const result = await service.attach(knitReq).catch((err) => {
+      throw err instanceof KnitError ? renameField(err, kniFieldNamer(netnsOf(req).field)) : err;
+    });
     await opts.claimNetns?.(result.netnsPath, result.sandboxId);
     return { ipconfigs: kniIpconfigs(result), extradata: { netns: result.netnsPath, sandbox_id: result.sandboxId } };
   });
@@ -247,8 +263,10 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
         const root = path.resolve(opts.defaultNetnsDir);
         const wanted = path.resolve(prefix);
         if (wanted !== root && !wanted.startsWith(`${root}/`)) {
-          throw KnitError.invalid('netns_path_prefix', `${JSON.stringify(prefix.slice(0, 64))} is outside knit's netns directory ${root}; knit pins namespaces only there`);
+          throw KnitError.invalid('netns_path_prefix', `${quote(prefix)} is outside knit's netns directory ${root}; knit pins namespaces only there`);
         }
+        const notDir = notADirectory(prefix);
+        if (notDir) throw KnitError.invalid('netns_path_prefix', notDir);
         const netnsPath = `${prefix === '/' ? '' : prefix}/${netnsFileName(req)}`;
         await opts.createNetns(netnsPath);
         return { netns_path: netnsPath, extradata: {} };

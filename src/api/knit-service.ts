@@ -5,7 +5,8 @@ import { unary } from './handler.js';
 import { KNI_VERSION } from './version.js';
 import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
-import { KnitError } from '../base/errors.js';
+import { refuseMalformed } from './request-guard.js';
+import { KnitError, renameField } from '../base/errors.js';
 import { RUNTIME_KINDS } from '../base/runtime-kinds.js';
 import {
   validateAddInterface,
@@ -90,12 +91,16 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
 
     Plan: call('Plan', async (req) => {
       if (req.add_interface && req.attach) throw KnitError.invalid('add_interface', 'give attach or add_interface, not both');
+      // Core's errors name fields of the request inside PlanRequest: say where the caller put them.
+      const within = (prefix: string) => (err: unknown) => {
+        throw err instanceof KnitError ? renameField(err, (f) => prefix + f) : err;
+      };
       if (req.add_interface) {
         const add = validateAddInterface(req.add_interface, { prefix: 'add_interface.' });
-        return planToWire(await service.planAddInterface(add.sandboxId, add.iface));
+        return planToWire(await service.planAddInterface(add.sandboxId, add.iface).catch(within('add_interface.')));
       }
       const attach = validateAttach(req.attach as never, { prefix: 'attach.' });
-      return planToWire(await service.plan(attach));
+      return planToWire(await service.plan(attach).catch(within('attach.')));
     }),
 
     AddInterface: call('AddInterface', async (req) => {
@@ -148,6 +153,7 @@ function watch(service: SandboxService, log: Logger, stream: ServerWritableStrea
   stream.on('error', finish);
   stream.on('finish', finish);
   try {
+    refuseMalformed(stream.request);
     if (stream.request.sandbox_id) sandboxId = validateSandboxId(stream.request.sandbox_id);
     stop = service.watch((e: WatchEvent) => {
       if (done) return;

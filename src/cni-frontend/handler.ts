@@ -55,8 +55,16 @@ export function toCniError(err: unknown): CniError {
   return new CniError(999, `knit internal error: ${(err as Error)?.message ?? String(err)}`);
 }
 
+export interface FrontendOptions {
+  /** Why the CNI install is not whole ([] when it is): STATUS answers 50 while it is not. */
+  installProblems?: () => Promise<string[]>;
+}
+
 export class CniFrontend {
-  constructor(private readonly service: SandboxService) {}
+  constructor(
+    private readonly service: SandboxService,
+    private readonly opts: FrontendOptions = {},
+  ) {}
 
   async handle(req: ShimRequest): Promise<CniAnswer> {
     let version = '1.0.0';
@@ -167,7 +175,10 @@ export class CniFrontend {
     return undefined;
   }
 
+  /** CNI 1.1 STATUS: 50 (plugin not available) while the install or the node is not ready. */
   private async status(conf: PluginConfig): Promise<undefined> {
+    const install = (await this.opts.installProblems?.()) ?? [];
+    if (install.length) throw new CniError(CniCode.pluginNotAvailable, `knit-cni install is not whole: ${install.join('; ')}`, 'run knit install-cni');
     const s = await this.service.nodeStatus();
     const net = conf.network ? s.networks.find((n) => n.name === conf.network) : undefined;
     if (conf.network && !net) throw new CniError(CniCode.pluginNotAvailable, `network ${JSON.stringify(conf.network.slice(0, 40))} is not configured in knit`);

@@ -53,6 +53,7 @@ export interface KnitConfig {
   /** knit-cni's socket and its durable DEL queue (schema.ts). */
   cniSocket: string;
   cniDeleteQueue: string;
+  cniDeleteRetry: { maxAttempts: number; backoffMs: number };
   /** Prefix of alias tags and seed of the reap group: see schema.ts. */
   instance: string;
   /** sysfs for device attachments (schema.ts). */

@@ -4,7 +4,7 @@
 // machines (prerouting), from the node itself and 127.0.0.1 (output), and from the pod itself
 // (hairpin). It masquerades only what would otherwise fail: localhost-originated flows (127/8
 // cannot leave the host) and hairpin flows (the pod would answer itself directly).
-// A CNI network's chain publishes them with its own portmap plugin instead (runtimes/cni).
+// A CNI network's chain publishes them with its own portmap plugin instead (runtimes/with-cni-chains).
 import type { Step } from '../base/plan.js';
 import type { SandboxRecord } from './record.js';
 import type { ActionRunner } from './executor.js';
@@ -120,6 +120,13 @@ export function hostPortRuleset(o: HostPortsInput): string {
 export function planHostPorts(o: HostPortsInput): Step[] {
   const published = publishedPorts(o.mappings);
   if (!published.length) return [];
+  for (const { mapping: m, index } of published) {
+    const s = scope(m);
+    if (!((o.pod4 && s[4]) || (o.pod6 && s[6]))) {
+      // It would publish nothing: say so rather than accept it.
+      throw KnitError.invalid(`port_mappings[${index}].host_ip`, `${m.hostIp} is IPv${s[4] ? 4 : 6} and the pod has no IPv${s[4] ? 4 : 6} address to publish it to`);
+    }
+  }
   const table = hostPortTable(o.sandboxId);
   const { device, original } = o.localnet;
   const key = `net.ipv4.conf.${device}.route_localnet`;

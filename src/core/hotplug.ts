@@ -63,7 +63,7 @@ async function planAdd(hc: HotplugContext, rec: SandboxRecord, iface: InterfaceR
   let allocation: InterfaceAllocation;
   try {
     network = hc.network(iface.network, index);
-    allocation = preview ? previewInterface(hc.ipam, rec.sandboxId, iface, network) : allocateInterface(hc.ipam, rec.sandboxId, iface, index, network);
+    allocation = preview ? previewInterface(hc.ipam, rec.sandboxId, iface, index, network) : allocateInterface(hc.ipam, rec.sandboxId, iface, index, network);
   } catch (err) {
     throw asInterfaceField(err, index);
   }

@@ -7,7 +7,7 @@ import type { InterfacePart, NetworkSpec, PrepareContext, Strategy } from '../ba
 import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
-import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { recordVersionFor, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
 import { garbageCollect, type ValidAttachment } from './gc.js';
@@ -61,23 +61,7 @@ export class SandboxManager implements SandboxService {
         { field: 'sandbox_id' },
       );
     }
-    const strategy = this.deps.strategies[req.runtime];
-    if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces, this.isCniNetwork);
-    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
-    if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
-
-    const netns = this.deps.netns.identify(req.netnsPath);
-    for (const otherId of this.netnsIndex.sandboxesIn(netns)) {
-      const other = this.deps.records.get(otherId);
-      // nsfs inode numbers are reused once a netns is gone: only a live one is a conflict.
-      if (other && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
-        throw new KnitError('FAILED_PRECONDITION', `netns_path: ${req.netnsPath} is already attached as sandbox ${other.sandboxId}`, {
-          field: 'netns_path',
-        });
-      }
-    }
+    const { strategy, networks, publishes, netns } = this.admit(req);
 
     const allocations: InterfaceAllocation[] = [];
     try {
@@ -97,6 +81,35 @@ export class SandboxManager implements SandboxService {
       holds.release();
       this.hostPortClaims.delete(req.sandboxId);
     }
+  }
+
+  /**
+   * Everything attach refuses before it takes anything, and all that plan checks: one path, so
+   * a plan answers OK only for a request attach would accept. Synchronous, so nothing another
+   * attach does can come between these checks and attach's allocations.
+   */
+  private admit(req: AttachRequest) {
+    const strategy = this.deps.strategies[req.runtime];
+    if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
+    refuseBandwidth(req.interfaces, this.isCniNetwork);
+    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
+    const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
+    if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
+    // Static addresses as the pools would take them (previewInterface holds nothing).
+    req.interfaces.forEach((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i]));
+
+    const netns = this.deps.netns.identify(req.netnsPath);
+    for (const otherId of this.netnsIndex.sandboxesIn(netns)) {
+      if (otherId === req.sandboxId) continue; // plan of an attached sandbox (attach answers it earlier)
+      const other = this.deps.records.get(otherId);
+      // nsfs inode numbers are reused once a netns is gone: only a live one is a conflict.
+      if (other && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
+        throw new KnitError('FAILED_PRECONDITION', `netns_path: ${req.netnsPath} is already attached as sandbox ${other.sandboxId}`, {
+          field: 'netns_path',
+        });
+      }
+    }
+    return { strategy, networks, publishes, netns };
   }
 
   /** Host ports being attached right now, by sandbox: not yet in a record. */
@@ -130,7 +143,7 @@ export class SandboxManager implements SandboxService {
     const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: SANDBOX_RECORD_VERSION, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
+      version: recordVersionFor(steps), sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
@@ -342,13 +355,9 @@ export class SandboxManager implements SandboxService {
   }
 
   async plan(req: AttachRequest) {
-    const strategy = this.deps.strategies[req.runtime];
-    if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces, this.isCniNetwork);
-    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    if (publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)])) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
+    const { strategy, networks } = this.admit(req);
     // Show the addresses the pools would hand out next, without taking them.
-    const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
+    const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
     return { steps: displaySteps(steps) };
   }

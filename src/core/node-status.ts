@@ -4,7 +4,7 @@ import type { NetworkStatus, NodeStatus } from '../base/types.js';
 import { chainStatus } from '../cni-exec/network.js';
 import type { ManagerDeps } from './ports.js';
 
-export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records'>): Promise<NodeStatus> {
+export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions'>): Promise<NodeStatus> {
   const unready = new Map(deps.unreadyNetworks());
   const networks: NetworkStatus[] = [];
   for (const n of deps.networks().values()) {
@@ -23,10 +23,11 @@ export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'ne
     ...missing.map((m) => `required extension ${m} is not registered`),
   ];
   const exhausted = networks.flatMap((n) => n.pools.filter((p) => p.free === 0).map((p) => `${n.name} ${p.subnet}`));
+  const conditions = (await deps.conditions?.()) ?? [];
   return {
     ready: reasons.length === 0,
     reason: reasons.length ? 'NetworkPluginNotReady' : '',
-    message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`)].join('; '),
+    message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`), ...conditions].join('; '),
     schedulable: exhausted.length === 0,
     networks,
     sandboxes: [...deps.records.values()].filter((r) => r.state === 'attached').length,

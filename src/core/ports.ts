@@ -20,6 +20,8 @@ export interface IpamPort {
   preview(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
   /** Holds a given address; answers it in canonical text. */
   reserve(network: string, address: string, owner: string): { address: string };
+  /** Throws what reserve would, holding nothing. */
+  checkReserve(network: string, address: string, owner: string): void;
   release(owner: string): void;
   usage(network: string): { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
 }
@@ -66,4 +68,7 @@ export interface ManagerDeps {
   hooks?: ManagerHooks;
   /** sysfs root for device attachments (config sysfsRoot; default '/sys'). */
   sysfsRoot?: () => string;
+  /** Conditions an operator must see in NodeStatus.message that do not make the node unready
+   * (e.g. queued CNI DELs that gave up). */
+  conditions?: () => Promise<string[]>;
 }

@@ -30,7 +30,7 @@ test.serial('a bandwidth limit is refused with UNIMPLEMENTED and leaves nothing 
   const limited = { interfaces: [{ name: 'eth0', bandwidth: { ingress_rate: '10000000' } }] };
   await refused(t, 'Attach', runcAttachReq(p.id, p.path, { extra: limited }), 'interfaces[0].bandwidth');
   await refused(t, 'Attach', runcAttachReq(p.id, p.path, { extra: { annotations: { 'kubernetes.io/egress-bandwidth': '5M' } } }), 'interfaces[0].bandwidth');
-  await refused(t, 'Plan', { attach: runcAttachReq(p.id, p.path, { extra: limited }) }, 'interfaces[0].bandwidth');
+  await refused(t, 'Plan', { attach: runcAttachReq(p.id, p.path, { extra: limited }) }, 'attach.interfaces[0].bandwidth');
   t.deepEqual(hostLinks().filter((l) => l.ifalias?.includes(`sandbox=${p.id};`)), []);
   const listed = async () => ((await d!.call('List', {})).sandboxes ?? []).some((s: any) => s.request?.sandbox_id === p.id);
   t.false(await listed(), 'no record');

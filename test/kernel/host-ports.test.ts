@@ -70,7 +70,9 @@ async function scenario(t: ExecutionContext, s: Scenario, d: Daemon, remote: Rem
   execFileSync('conntrack', ['-I', '-p', 'udp', '-s', remote.client4, '-d', remote.node4, '--sport', '40000', '--dport', String(HP), '--timeout', '120'], { stdio: 'ignore' });
   t.true(conntrackOf(HP).some((l) => l.includes(`src=${remote.client4}`)), 'a stale UDP entry before the attach');
 
-  const req = runcAttachReq(p.id, p.path, { extra: { port_mappings: mappings } });
+  // One more, published on one host address only.
+  const onNode4 = { protocol: 'TCP', container_port: CP, host_port: HP + 2, host_ip: remote.node4 };
+  const req = runcAttachReq(p.id, p.path, { extra: { port_mappings: [...mappings, onNode4] } });
   const plan = await d.call('Plan', { attach: req });
   t.true(plan.steps.some((x: any) => /nft table inet hostports-/.test(x.description)), 'knit plan shows the host-port table');
   // The same from the command line: `knit plan --port`, then `knit attach --port` (below, the second pod).
@@ -105,6 +107,9 @@ async function scenario(t: ExecutionContext, s: Scenario, d: Daemon, remote: Rem
     t.regex(io.ask(p.ns, proto, remote.node6, HP), new RegExp(`^pod saw (?!${pod6}$)[0-9a-f:]+$`), `${proto} v6 hairpin`);
   }
   t.regex(io.ask(undefined, 'tcp', '::1', HP), /^ERR/, 'IPv6 ::1 is not published (Linux never routes ::1 off the host)');
+  t.is(io.ask(remote.ns, 'tcp', remote.node4, HP + 2), saw(remote.client4), 'host_ip: published on that address');
+  t.regex(io.ask(undefined, 'tcp', '127.0.0.1', HP + 2), /^ERR/, 'host_ip: not on 127.0.0.1');
+  t.regex(io.ask(remote.ns, 'tcp', remote.node6, HP + 2), /^ERR/, 'host_ip: not on the other family');
   const dev = s.mode === 'bridge' ? d.bridge : result.interfaces.find((i: any) => !i.sandbox).name;
   t.is(localnet(dev), '1', `route_localnet on ${dev}`);
 

@@ -74,3 +74,9 @@ test('the ruleset DNATs each family to the pod, a given host_ip only, and masque
   t.deepEqual(rs.match(/masquerade/g)?.length, 3);
   t.regex(rs, /iifname "br0" ip daddr 127\.0\.0\.0\/8 counter drop/);
 });
+
+test('a host_ip of a family the pod has no address in is INVALID_ARGUMENT naming it, not a mapping that publishes nothing', (t) => {
+  const err = t.throws(() => planHostPorts({ sandboxId: 'sb', mappings: [tcp(1), tcp(8080, 'fd00::1')], pod4: '10.1.0.2', localnet: { device: 'br0' } }), { instanceOf: KnitError });
+  t.is(err!.code, 'INVALID_ARGUMENT');
+  t.is(err!.details.field, 'port_mappings[1].host_ip');
+});

@@ -1,121 +1,12 @@
-// SandboxManager (src/core/manager.ts) with every port faked except the pure ones: the real
-// IPAM and the real runc strategy (plans are data), a fake runner that records what it is
-// asked and fails where told, an in-memory record store. The kernel is out of scope here; it
+// SandboxManager (src/core/manager.ts) over fakes (test/helpers/core-fixture.ts): the real IPAM
+// and runc strategy, a fake runner, an in-memory record store. The kernel is out of scope here; it
 // is what the kernel and e2e tests are for. What is checked: the journal precedes the kernel,
 // a failure anywhere is taken back exactly, repeats are idempotent, conflicts are refused.
 import test, { type ExecutionContext } from 'ava';
-import { SandboxManager } from '../../src/core/manager.js';
-import type { ExtensionsPort, RecordStorePort } from '../../src/core/ports.js';
-import { Ipam } from '../../src/ipam/index.js';
-import { runcStrategy } from '../../runtimes/runc/index.js';
-import { tolerant, type Step, type StepAction } from '../../src/base/plan.js';
 import { KnitError } from '../../src/base/errors.js';
-import type { NetworkSpec } from '../../src/base/strategy.js';
 import type { SandboxRecord } from '../../src/core/record.js';
 import type { AttachRequest, InterfaceRequest } from '../../src/base/types.js';
-import { FakeRunner } from '../helpers/fake-runner.js';
-
-const NETNS = '/run/netns/tm-pod';
-
-const NETWORKS: NetworkSpec[] = [
-  {
-    name: 'pods', mode: 'routed', mtu: 1500, hairpin: false, routes: [{ dst: '10.188.128.0/17' }],
-    ipv4: { subnet: '10.188.1.0/24', gateway: '10.188.1.1' }, ipv6: { subnet: 'fd00:188:1::/64', gateway: 'fd00:188:1::1' },
-  },
-  {
-    name: 'storage', mode: 'bridge', bridge: 'tmbr0', mtu: 1450, hairpin: true, routes: [],
-    ipv4: { subnet: '10.188.2.0/24', gateway: '10.188.2.1' },
-  },
-];
-
-class MemoryRecords implements RecordStorePort<SandboxRecord> {
-  readonly docs = new Map<string, SandboxRecord>();
-  /** Every record written, in order (retire names are random: expected inverses come from here). */
-  readonly written: SandboxRecord[] = [];
-  /** A write this answers true for fails, as a full disk would. */
-  failPut?: (doc: SandboxRecord) => boolean;
-  constructor(private readonly events: string[]) {}
-  get(id: string) { return this.docs.get(id); }
-  values() { return this.docs.values(); }
-  async put(id: string, doc: SandboxRecord) {
-    this.events.push(`store.put ${doc.state}`);
-    if (this.failPut?.(doc)) throw new Error('no space left on device');
-    this.docs.set(id, structuredClone(doc));
-    this.written.push(structuredClone(doc));
-  }
-  async remove(id: string) {
-    this.events.push('store.remove');
-    this.docs.delete(id);
-  }
-}
-
-class FakeExtensions implements ExtensionsPort {
-  failPhase?: string;
-  constructor(private readonly events: string[]) {}
-  list() { return []; }
-  async register() {}
-  async unregister() {}
-  async notify(phase: string) {
-    this.events.push(`extensions.${phase}`);
-    if (phase === this.failPhase) throw new KnitError('UNAVAILABLE', `required extension failed at ${phase}`);
-  }
-  missingRequired() { return []; }
-}
-
-function fixture() {
-  const events: string[] = [];
-  const runner = new FakeRunner(events);
-  const records = new MemoryRecords(events);
-  const extensions = new FakeExtensions(events);
-  const ipam = new Ipam(NETWORKS);
-  let kicks = 0;
-  const manager = new SandboxManager({
-    networks: () => new Map(NETWORKS.map((n) => [n.name, n])),
-    defaultNetwork: () => 'pods',
-    unreadyNetworks: () => new Map(),
-    records,
-    ipam,
-    runner,
-    // One netns per path; the inode stands for the namespace.
-    netns: { identify: (path) => ({ path, dev: 4, ino: 4026530000 + path.length }) },
-    strategies: { runc: runcStrategy },
-    extensions,
-    reaper: { kick: () => kicks++ },
-  });
-  const held = () => NETWORKS.reduce((n, net) => n + ipam.usage(net.name).reduce((m, p) => m + p.used, 0), 0);
-  return { events, runner, records, extensions, ipam, manager, held, kicks: () => kicks };
-}
-
-function request(over: Partial<AttachRequest> = {}, interfaces: InterfaceRequest[] = [{ name: 'eth0' }]): AttachRequest {
-  return { sandboxId: 'sb-1', netnsPath: NETNS, runtime: 'runc', interfaces, portMappings: [], labels: {}, annotations: {}, ...over };
-}
-
-const TWO_NETWORKS: InterfaceRequest[] = [{ name: 'eth0' }, { name: 'net1', network: 'storage' }];
-
-/** What undoing steps [0, count) in retire mode must send: each step's retire actions (else
- * its undo), last step first, every one tolerant of a missing object. */
-function inversesOf(steps: Step[], count: number): StepAction[] {
-  return steps
-    .slice(0, count)
-    .reverse()
-    .flatMap((s) => s.retire ?? (s.undo ? [s.undo] : []))
-    .map(tolerant);
-}
-
-/** Makes the runner fail step k of `steps` when it comes. Its action may repeat (each
- * interface brings up lo): the failure hits its own occurrence. */
-function failStep(runner: FakeRunner, steps: Step[], k: number): void {
-  const failing = JSON.stringify(steps[k].do);
-  let before = steps.slice(0, k).filter((s) => JSON.stringify(s.do) === failing).length;
-  runner.failWhen = (a) => JSON.stringify(a) === failing && before-- === 0;
-}
-
-/** The steps a clean attach of `req` records (their do actions are the same every time). */
-async function plannedSteps(req: AttachRequest): Promise<Step[]> {
-  const f = fixture();
-  await f.manager.attach(req);
-  return f.records.get(req.sandboxId)!.steps;
-}
+import { NETNS, TWO_NETWORKS, failStep, fixture, inversesOf, plannedSteps, request } from '../helpers/core-fixture.js';
 
 test('attach journals the plan (state attaching) before the first kernel change, then records it attached', async (t) => {
   const f = fixture();
@@ -429,6 +320,39 @@ test('host ports go to the default-route interface; one held by another sandbox,
   const table = f.records.get('sb-1')!.steps.find((s) => s.do.op === 'nft.apply')!.do as { ruleset: string };
   t.regex(table.ruleset, new RegExp(`dnat ip to ${storage.replace(/\./g, '\\.')}:80\n`), 'DNAT to the default-route interface (net1 on storage)');
   t.notRegex(table.ruleset, /10\.188\.1\./);
+  t.is(f.records.get('sb-1')!.version, 2, 'a plan with host-port actions is record format 2');
+  await f.manager.attach(request({ sandboxId: 'sb-3', netnsPath: '/run/netns/tm-3' }));
+  t.is(f.records.get('sb-3')!.version, 1, 'one without them stays format 1, which older knits read');
   await f.manager.detach('sb-1');
   await t.notThrowsAsync(f.manager.attach(request({ sandboxId: 'sb-2', netnsPath: '/run/netns/tm-other', portMappings }, [{ name: 'eth0' }])), 'free again after detach');
+});
+
+test('Plan refuses exactly what Attach refuses, before anything is held or run: static IPs the pool would not take, a /32 off its gateway, a runc binding key, a netns that is not one', async (t) => {
+  const { manager, runner, held, records } = fixture();
+  await manager.attach(request({ sandboxId: 'other', netnsPath: '/run/netns/tm-other' }, [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }]));
+  const heldBefore = held();
+  const batchesBefore = runner.batches.length;
+  const bad: [InterfaceRequest, string][] = [
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.9.5/24'] }, 'interfaces[0].ips[0]'], // outside the subnet
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.1/24'] }, 'interfaces[0].ips[0]'], // the gateway
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.9/24'] }, 'interfaces[0].ips[0]'], // held by "other"
+    [{ name: 'eth0', network: 'storage', ips: ['10.188.2.5/32'] }, 'interfaces[0].ips[0]'], // gateway off-link
+    [{ name: 'eth0', binding: { queues: '2' } }, 'interfaces[0].binding.queues'],
+  ];
+  for (const [iface, field] of bad) {
+    for (const call of [() => manager.plan(request({}, [iface])), () => manager.attach(request({}, [iface]))]) {
+      const err = await t.throwsAsync(call(), { instanceOf: KnitError });
+      t.is(err?.details.field, field, err?.message);
+    }
+  }
+  t.is(held(), heldBefore, 'nothing more held');
+  t.is(runner.batches.length, batchesBefore, 'nothing more run');
+  t.deepEqual([...records.docs.keys()], ['other']);
+  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); } });
+  for (const call of [() => notNetns.manager.plan(request()), () => notNetns.manager.attach(request())]) {
+    t.is((await t.throwsAsync(call(), { instanceOf: KnitError }))?.details.field, 'netns_path');
+  }
+  t.is(notNetns.held(), 0);
+  // The routed network's gateway is link-local and on-link by route: a /32 there is its normal shape.
+  await t.notThrowsAsync(manager.plan(request({}, [{ name: 'eth0', ips: ['10.188.1.9/32'] }])));
 });
