@@ -40,6 +40,18 @@ function stringMap(v: unknown, field: string): Record<string, string> {
 
 const num = (v: unknown): string | number => (typeof v === 'number' || typeof v === 'string' ? v : 0);
 
+/**
+ * A key of a capability arg matched as Go's encoding/json matches it (exact first, then without
+ * regard to case): containerd's CRI plugin sends go-cni structs with no JSON tags
+ * ({"HostPort":..,"ContainerPort":..}), and the Go plugins it was written against accept them.
+ */
+function field(o: Record<string, unknown>, key: string): unknown {
+  if (key in o) return o[key];
+  const lower = key.toLowerCase();
+  const k = Object.keys(o).find((x) => x.toLowerCase() === lower);
+  return k === undefined ? undefined : o[k];
+}
+
 export function podSettings(conf: PluginConfig): PodSettings {
   const rc = conf.runtimeConfig ?? {};
   if (!isObject(rc)) throw new CniError(CniCode.invalidConfig, 'runtimeConfig: must be an object');
@@ -48,7 +60,7 @@ export function podSettings(conf: PluginConfig): PodSettings {
   if (bw !== undefined && !isObject(bw)) throw new CniError(CniCode.invalidConfig, 'runtimeConfig.bandwidth: must be an object');
   // Same units as the request field (bits/s, bits); knit's validation names the field if wrong.
   const bandwidth = bw && Object.keys(bw).length
-    ? { ingress_rate: num(bw.ingressRate), ingress_burst: num(bw.ingressBurst), egress_rate: num(bw.egressRate), egress_burst: num(bw.egressBurst) }
+    ? { ingress_rate: num(field(bw, 'ingressRate')), ingress_burst: num(field(bw, 'ingressBurst')), egress_rate: num(field(bw, 'egressRate')), egress_burst: num(field(bw, 'egressBurst')) }
     : null;
   let binding = stringMap(conf.binding, 'binding');
   const bindingText = annotations[BINDING_ANNOTATION];
@@ -73,11 +85,12 @@ export function podSettings(conf: PluginConfig): PodSettings {
   if (!Array.isArray(pm)) throw new CniError(CniCode.invalidConfig, 'runtimeConfig.portMappings: must be a list');
   const portMappings = pm.map((p: unknown, i) => {
     if (!isObject(p)) throw new CniError(CniCode.invalidConfig, `runtimeConfig.portMappings[${i}]: must be an object`);
+    const hostIp = field(p, 'hostIP');
     return {
-      protocol: String(p.protocol ?? 'tcp').toUpperCase(),
-      container_port: Number(p.containerPort ?? 0),
-      host_port: Number(p.hostPort ?? 0),
-      host_ip: typeof p.hostIP === 'string' ? p.hostIP : '',
+      protocol: String(field(p, 'protocol') ?? 'tcp').toUpperCase(),
+      container_port: Number(field(p, 'containerPort') ?? 0),
+      host_port: Number(field(p, 'hostPort') ?? 0),
+      host_ip: typeof hostIp === 'string' ? hostIp : '',
     };
   });
   return {
