@@ -17,6 +17,8 @@
         "native/src/handle.cc",
         "native/src/tun.cc",
         "native/src/sysctl.cc",
+        "native/src/child_exec.cc",
+        "native/src/child_exec_js.cc",
         "native/src/nl/message.cc",
         "native/src/nl/socket.cc",
         "native/src/nl/fields.cc",

@@ -203,8 +203,11 @@ function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): obj
 }
 
 /** `knit serve` when the CLI is built, else the bench's launcher around the same serve(). */
+/** KNIT_BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the daemon's
+ * node only, for profiling the daemon's side of a run (Node refuses --cpu-prof in NODE_OPTIONS). */
 function daemonCommand(configPath: string): { cmd: string; args: string[] } {
+  const nodeArgs = process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
   const cli = path.join(repoRoot, 'build', 'src', 'cli', 'main.js');
-  if (existsSync(cli)) return { cmd: process.execPath, args: [cli, 'serve', '--config', configPath] };
-  return { cmd: process.execPath, args: [path.join(repoRoot, 'build', 'bench', 'knit-daemon.js'), configPath] };
+  if (existsSync(cli)) return { cmd: process.execPath, args: [...nodeArgs, cli, 'serve', '--config', configPath] };
+  return { cmd: process.execPath, args: [...nodeArgs, path.join(repoRoot, 'build', 'bench', 'knit-daemon.js'), configPath] };
 }

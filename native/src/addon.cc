@@ -9,6 +9,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   knit::InitPeercredBindings(env, exports);
   knit::InitMonitorBindings(env, exports);
   knit::InitDescribeBindings(env, exports);
+  knit::InitSpawnBindings(env, exports);
   knit::Handle::Init(env, exports);
   return exports;
 }

@@ -9,5 +9,6 @@ void InitFdpassBindings(Napi::Env env, Napi::Object exports);    // fdpass_js.cc
 void InitPeercredBindings(Napi::Env env, Napi::Object exports);  // peercred.cc
 void InitMonitorBindings(Napi::Env env, Napi::Object exports);   // monitor_js.cc
 void InitDescribeBindings(Napi::Env env, Napi::Object exports);  // nl/describe_js.cc
+void InitSpawnBindings(Napi::Env env, Napi::Object exports);     // child_exec_js.cc
 
 }  // namespace knit

@@ -1,10 +1,10 @@
 // One plugin exec, the way libcni's invoke package does it: the command and the runtime's
 // values in CNI_* environment variables, the network configuration on stdin, a result or an
-// error object on stdout. It runs as a child process (never spawnSync: the event loop keeps
-// serving), under a deadline after which the plugin is killed.
-import { spawn } from 'node:child_process';
+// error object on stdout. It runs off the event loop (the addon spawns and waits on a thread
+// of its own), under a deadline after which the plugin and what it started are killed.
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
+import { native } from '../net/native.js';
 
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION';
 
@@ -67,56 +67,29 @@ function environment(env: InvokeEnv): NodeJS.ProcessEnv {
   return out;
 }
 
-/** Runs one plugin; answers its stdout parsed (undefined when empty, as DEL's is). */
-export function execPlugin(pluginPath: string, env: InvokeEnv, stdin: object, opts: InvokeOptions & { sandboxId?: string }): Promise<unknown> {
+interface SpawnOutcome { code: number | null; signal: string | null; timedOut: boolean; stdout: string; stderr: string; spawnError: string | null }
+
+/** Runs one plugin; answers its stdout parsed (undefined when empty, as DEL's is). The exec is
+ * the addon's posix_spawn on a thread of its own (its own process group, killed whole at the
+ * deadline): child_process.spawn would fork the whole daemon on the event loop, milliseconds
+ * per plugin at the daemon's size (bench/README.md, "Where knit-cni's time goes"). */
+export async function execPlugin(pluginPath: string, env: InvokeEnv, stdin: object, opts: InvokeOptions & { sandboxId?: string }): Promise<unknown> {
   const plugin = path.basename(pluginPath);
-  return new Promise((resolve, reject) => {
-    // Its own process group, so a deadline kills what the plugin started too (a helper it forked).
-    const child = spawn(pluginPath, [], { env: environment(env), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-    }, opts.timeoutMs);
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.stdin.on('error', () => undefined); // a plugin may exit without reading its config
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new PluginError(plugin, env.command, e.message));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      const stderr = Buffer.concat(err).toString().trim();
-      if (stderr) opts.log?.({ plugin, command: env.command, sandboxId: opts.sandboxId, stderr });
-      if (timedOut) {
-        reject(new PluginError(plugin, env.command, `did not finish within ${opts.timeoutMs} ms and was killed`, undefined, true));
-        return;
-      }
-      const stdout = Buffer.concat(out).toString().trim();
-      let parsed: unknown;
-      try {
-        parsed = stdout ? JSON.parse(stdout) : undefined;
-      } catch {
-        if (code === 0) {
-          reject(new PluginError(plugin, env.command, `printed a result that is not JSON: ${stdout.slice(0, 80)}`));
-          return;
-        }
-      }
-      if (code === 0) {
-        resolve(parsed);
-        return;
-      }
-      const e = parsed as { code?: number; msg?: string; details?: string } | undefined;
-      const why = e?.msg ? `${e.msg}${e.details ? ` (${e.details})` : ''}` : stderr.slice(0, 200) || `exited with ${signal ?? `code ${code}`}`;
-      reject(new PluginError(plugin, env.command, why, e?.code));
-    });
-    child.stdin.end(JSON.stringify(stdin));
-  });
+  const vars = Object.entries(environment(env)).map(([k, v]) => `${k}=${v}`);
+  const r = (await native.spawnAndWait(pluginPath, vars, JSON.stringify(stdin), opts.timeoutMs)) as SpawnOutcome;
+  if (r.spawnError) throw new PluginError(plugin, env.command, r.spawnError);
+  const stderr = r.stderr.trim();
+  if (stderr) opts.log?.({ plugin, command: env.command, sandboxId: opts.sandboxId, stderr });
+  if (r.timedOut) throw new PluginError(plugin, env.command, `did not finish within ${opts.timeoutMs} ms and was killed`, undefined, true);
+  const stdout = r.stdout.trim();
+  let parsed: unknown;
+  try {
+    parsed = stdout ? JSON.parse(stdout) : undefined;
+  } catch {
+    if (r.code === 0) throw new PluginError(plugin, env.command, `printed a result that is not JSON: ${stdout.slice(0, 80)}`);
+  }
+  if (r.code === 0) return parsed;
+  const e = parsed as { code?: number; msg?: string; details?: string } | undefined;
+  const why = e?.msg ? `${e.msg}${e.details ? ` (${e.details})` : ''}` : stderr.slice(0, 200) || `exited with ${r.signal ?? `code ${r.code}`}`;
+  throw new PluginError(plugin, env.command, why, e?.code);
 }
