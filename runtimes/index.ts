@@ -1,15 +1,15 @@
 // The strategies this build offers, by runtime. Core picks one per request (AttachRequest.
 // runtime); the options each reads from InterfaceRequest.binding are documented in its folder.
-import type { RuntimeKind } from '../src/core/types.js';
-import type { Strategy } from './types.js';
+import type { RuntimeKind } from '../src/base/types.js';
+import type { Strategy } from '../src/base/strategy.js';
 import { runcStrategy } from './runc/index.js';
 import { kataStrategy } from './kata/index.js';
 import { kubevirtStrategy } from './kubevirt/index.js';
-import { withDevices } from './device/index.js';
-import { withCniChains } from './cni/index.js';
+import { withDevices } from './with-devices/index.js';
+import { withCniChains } from './with-cni-chains/index.js';
 
-/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/device) on any interface, and
- * CNI plugin chains (runtimes/cni) on networks of mode "cni". */
+/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/with-devices) on any interface, and
+ * CNI plugin chains (runtimes/with-cni-chains) on networks of mode "cni". */
 export const strategies: Record<RuntimeKind, Strategy> = {
   runc: withDevices(withCniChains(runcStrategy)),
   kata: withDevices(withCniChains(kataStrategy)),

@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { exec, ipBatch } from '../lib/exec.js';
-import { reapGroup, setInstance } from '../../src/core/names.js';
+import { reapGroup, setInstance } from '../../src/base/names.js';
 import { knitProto } from '../../src/api/proto.js';
 import { CCoreClient } from '../lib/ccore-client.js';
 import { bridgeHostLocal, keepHostForwarding } from './cni.js';

@@ -7,7 +7,8 @@
 //   shim -> daemon: one JSON object {"v":1,"command","containerId","netns","ifname","args",
 //                   "path","config"}, then shutdown(SHUT_WR)
 //   daemon -> shim: "knit-cni/1 <exit code>\n" followed by the bytes for stdout
-// Daemon unreachable: ADD/CHECK/STATUS/GC fail with CNI code 11 (try again later); DEL is
+// Daemon unreachable: ADD/CHECK/GC fail with CNI code 11 (try again later), STATUS with 50
+// (plugin not available, the code CNI 1.1 gives STATUS for "not ready"); DEL is
 // written to the durable delete queue (conflist "deleteQueue") that the daemon drains at
 // start-up, and succeeds.
 #include <cerrno>
@@ -199,6 +200,10 @@ bool queueDelete(const std::string &dir, const std::string &containerId, const s
   return fsyncDir(dir);
 }
 
+// CNI 1.1: STATUS reports "not ready" as 50 (plugin not available); other verbs ask the
+// runtime to retry (11).
+int unavailableCode(const std::string &command) { return command == "STATUS" ? 50 : 11; }
+
 }  // namespace
 
 int main() {
@@ -238,7 +243,7 @@ int main() {
       return fail(cniVersion, 11, "knit daemon unreachable at " + socketPath + " and the delete could not be queued in " + queueDir,
                   strerror(errno));
     }
-    return fail(cniVersion, 11, "knit daemon unreachable at " + socketPath + ": " + why, "try again when the knit daemon runs");
+    return fail(cniVersion, unavailableCode(command), "knit daemon unreachable at " + socketPath + ": " + why, "try again when the knit daemon runs");
   }
   std::string answer;
   bool sent = writeAll(fd, request) && shutdown(fd, SHUT_WR) == 0;
@@ -248,7 +253,7 @@ int main() {
   size_t eol = answer.find('\n');
   if (!complete || eol == std::string::npos || answer.compare(0, header.size(), header) != 0) {
     if (command == "DEL" && queueDelete(queueDir, env("CNI_CONTAINERID"), env("CNI_IFNAME"), request)) return 0;
-    return fail(cniVersion, 11, "knit daemon at " + socketPath + (complete ? " gave no answer" : " did not answer in time"),
+    return fail(cniVersion, unavailableCode(command), "knit daemon at " + socketPath + (complete ? " gave no answer" : " did not answer in time"),
                 "the daemon stopped or timed out mid-call (timeoutSeconds " + std::to_string(timeoutSeconds) + ")");
   }
   int exitCode = atoi(answer.c_str() + header.size());

@@ -1,10 +1,14 @@
 #include <napi.h>
 
+#include "bindings.h"
 #include "handle.h"
-#include "nsfd_init.h"
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  knit::InitNsFd(env, exports);
+  knit::InitNetnsBindings(env, exports);
+  knit::InitFdpassBindings(env, exports);
+  knit::InitPeercredBindings(env, exports);
+  knit::InitMonitorBindings(env, exports);
+  knit::InitDescribeBindings(env, exports);
   knit::Handle::Init(env, exports);
   return exports;
 }

@@ -15,7 +15,7 @@
 #include "errors.h"
 #include "fdpass.h"
 #include "nsfd_args.h"
-#include "nsfd_init.h"
+#include "bindings.h"
 
 namespace knit {
 namespace {

@@ -12,7 +12,7 @@
 #include "errors.h"
 #include "monitor.h"
 #include "nsfd_args.h"
-#include "nsfd_init.h"
+#include "bindings.h"
 
 namespace knit {
 namespace {

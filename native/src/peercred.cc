@@ -8,7 +8,7 @@
 
 #include "errors.h"
 #include "nsfd_args.h"
-#include "nsfd_init.h"
+#include "bindings.h"
 
 namespace knit {
 

@@ -1,8 +1,8 @@
 // Reading InterfaceRequest.binding (a string map of strategy options) with errors that name
 // the exact field: "interfaces[1].binding.queues: ...".
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { InterfaceInput } from '../types.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { InterfaceInput } from '../../src/base/strategy.js';
 
 /** Position of the interface in the request (core passes the request's own object). */
 export function interfaceIndex(input: InterfaceInput): number {
@@ -21,7 +21,8 @@ export class BindingReader {
   ) {
     this.options = iface.binding ?? {};
     for (const key of Object.keys(this.options)) {
-      if (!known.includes(key)) throw this.invalid(key, `unknown ${runtime} option; known options: ${known.join(', ')}`);
+      if (known.includes(key)) continue;
+      throw this.invalid(key, known.length ? `unknown ${runtime} option; known options: ${known.join(', ')}` : `${runtime} takes no binding options`);
     }
   }
 

@@ -2,39 +2,11 @@
 // pod would get on its veth. It is read off the pod-veth plan, so the guest and the pod can
 // never disagree about the network; VM strategies that give the guest the pod's addresses
 // drop those sandbox-side L3 steps (splitPodL3) and hand the config over instead.
-import type { NeighOp, RouteOp } from '../../src/net/ops.js';
-import type { Step } from '../../src/core/plan.js';
-import type { DnsConfig } from '../../src/core/types.js';
-import type { PlannedIp } from '../types.js';
-
-export type GuestRoute = {
-  /** CIDR; "0.0.0.0/0" / "::/0" for the default route. */
-  dst: string;
-  gateway?: string;
-  /** Gateway reachable without a covering subnet (routed networks' link-local gateway). */
-  onlink?: boolean;
-  scope?: 'universe' | 'link';
-  /** Per-route MTU (RTAX_MTU), when the pod route carries one. */
-  mtu?: number;
-  /** Route metric, when the pod route carries one (a network the sandbox is on twice). */
-  metric?: number;
-};
-
-export type GuestNeighbor = { address: string; mac: string; state: 'permanent' | 'reachable' };
-
-export type GuestConfig = {
-  /** Interface name inside the guest. */
-  name: string;
-  mac: string;
-  mtu: number;
-  ips: { address: string; family: 4 | 6; gateway?: string }[];
-  routes: GuestRoute[];
-  neighbors: GuestNeighbor[];
-  dns?: DnsConfig;
-  /** How the guest learns it: Kata's agent, the Kata DAN file (then the agent), or DHCP
-   * served by the launcher (KubeVirt). */
-  delivery: 'agent' | 'dan' | 'dhcp';
-};
+import type { NeighAddOp, RouteOp } from '../../src/base/ops.js';
+import type { Step } from '../../src/base/plan.js';
+import type { DnsConfig } from '../../src/base/types.js';
+import type { GuestConfig, GuestNeighbor, GuestRoute } from '../../src/base/handoff.js';
+import type { PlannedIp } from '../../src/base/strategy.js';
 
 const L3_OPS = new Set(['addr.add', 'route.add', 'neigh.add']);
 
@@ -72,7 +44,7 @@ export function guestConfigFrom(
         ...(r.metric ? { metric: r.metric } : {}),
       });
     } else if (s.do.op === 'neigh.add') {
-      const n = s.do as NeighOp;
+      const n = s.do as NeighAddOp;
       if (n.lladdr && !n.proxy) neighbors.push({ address: n.address, mac: n.lladdr, state: 'permanent' });
     }
   }

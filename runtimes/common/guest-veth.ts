@@ -3,10 +3,11 @@
 // or routes, and the L3 it would have had returned as the guest's configuration. Used where
 // the guest's NIC sits on the pod end's L2 segment (Kata macvtap, KubeVirt bridge binding),
 // so an address left on the pod end would answer ARP for the guest's IP.
-import type { Allocation, InterfaceInput, InterfacePlan } from '../types.js';
-import { podMac } from '../../src/core/names.js';
+import type { Allocation, InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { podMac } from '../../src/base/names.js';
 import { planPodVeth, type PodVeth } from './pod-veth.js';
-import { guestConfigFrom, splitPodL3, type GuestConfig } from './guest-config.js';
+import { guestConfigFrom, splitPodL3 } from './guest-config.js';
+import type { GuestConfig } from '../../src/base/handoff.js';
 
 /** The MAC the network knows this interface by (what runc would give the pod end). */
 export function guestMac(input: InterfaceInput): string {

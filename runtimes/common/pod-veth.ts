@@ -1,12 +1,12 @@
 // The pod-side veth every container-shaped attachment starts from: the host end on the
 // network's bridge (bridge mode) or alone with host routes (routed mode), the pod end created
 // straight inside the sandbox netns with its final name, MAC and MTU in the same request.
-import { randomBytes } from 'node:crypto';
-import type { Op } from '../../src/net/ops.js';
-import type { Step } from '../../src/core/plan.js';
-import type { ResultRoute } from '../../src/core/types.js';
-import { aliasTag, hostIfName, podMac, reapGroup } from '../../src/core/names.js';
-import type { InterfaceInput, InterfacePlan, PlannedIp } from '../types.js';
+import type { Op } from '../../src/base/ops.js';
+import { retireLink } from '../../src/net/retire.js';
+import type { Step } from '../../src/base/plan.js';
+import type { ResultRoute } from '../../src/base/types.js';
+import { aliasTag, hostIfName, podMac } from '../../src/base/names.js';
+import type { InterfaceInput, InterfacePlan, PlannedIp } from '../../src/base/strategy.js';
 import { interfaceIndex } from './binding-options.js';
 
 /** Routed mode: the pod's gateway is a link-local address answered by a fixed MAC on the host
@@ -20,15 +20,6 @@ export interface PodVeth {
   podName: string;
   mac: string;
   mtu: number;
-}
-
-/** Actions that make a device harmless at once (down, off its bridge, renamed out of the
- * way, in the reap group); the reaper deletes it with others later. */
-export function retireLink(name: string): Op[] {
-  return [
-    { op: 'link.set', link: name, up: false },
-    { op: 'link.set', link: name, master: null, group: reapGroup(), name: `kx${randomBytes(5).toString('hex')}` },
-  ];
 }
 
 export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodVeth } {

@@ -2,9 +2,9 @@
 // IFF_MULTI_QUEUE setting the device was made with, else the kernel answers EINVAL (libvirt's
 // "Unable to create tap device tap0: Invalid argument", kubevirt#4227), so the hand-off spells
 // the flags out, as names and as the number.
-import type { Step } from '../../src/core/plan.js';
-import type { LinkRef } from '../../src/net/ops.js';
-import { retireLink } from './pod-veth.js';
+import type { Step } from '../../src/base/plan.js';
+import type { LinkRef } from '../../src/base/ops.js';
+import { retireLink } from '../../src/net/retire.js';
 
 /** linux/if_tun.h */
 export const IFF_TAP = 0x0002;

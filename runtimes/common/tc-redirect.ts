@@ -3,7 +3,7 @@
 // and the pod's IP stack never sees them. The filters die with their qdisc; the qdisc on the
 // tap dies with the tap; the one on the pod device is deleted explicitly, as Kata does, for
 // netns that outlive the attachment.
-import type { Step } from '../../src/core/plan.js';
+import type { Step } from '../../src/base/plan.js';
 
 export function planRedirect(netns: string, podDev: string, tap: string): Step[] {
   return [

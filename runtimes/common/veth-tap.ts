@@ -2,14 +2,15 @@
 // by a u32/mirred redirect each way: Kata's tcfilter model and knit's KubeVirt tap binding.
 // The guest takes the veth's MAC (the network behind the veth expects it), MTU, addresses,
 // routes and neighbours; the veth keeps its addresses too, silenced by the redirect.
-import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag } from '../../src/core/names.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { aliasTag } from '../../src/base/names.js';
 import type { PodVeth } from './pod-veth.js';
-import { podSide } from '../cni/pod-side.js';
+import { podSide } from '../with-cni-chains/pod-side.js';
 import { planTap } from './tap.js';
 import { planRedirect } from './tc-redirect.js';
-import { guestConfigFrom, splitPodL3, type GuestConfig } from './guest-config.js';
-import { tapHandoff } from './handoff.js';
+import { guestConfigFrom, splitPodL3 } from './guest-config.js';
+import type { GuestConfig, TapHandoff, TapModel } from '../../src/base/handoff.js';
+import { tapHandoff } from './tap-handoff.js';
 
 export interface VethTapOptions {
   tap: string;
@@ -19,9 +20,9 @@ export interface VethTapOptions {
   /** How the guest learns its config: Kata's agent, or the launcher's DHCP. */
   delivery: GuestConfig['delivery'];
   runtime: 'kata' | 'kubevirt';
-  model: string;
+  model: TapModel;
   /** Runtime-specific hand-off fields (libvirt XML, ...), from the veth once it is known. */
-  extra?: (veth: PodVeth) => Record<string, unknown>;
+  extra?: (veth: PodVeth) => Partial<TapHandoff>;
 }
 
 export function planVethTap(input: InterfaceInput, o: VethTapOptions): InterfacePlan {

@@ -3,7 +3,7 @@
 // runtime-rs (src/runtime-rs/crates/resource/src/network/dan.rs, the side that accepts
 // host-tap; the Go runtime accepts only vfio devices). When the file exists Kata uses it
 // exclusively and scans no netns.
-import type { GuestConfig } from '../common/guest-config.js';
+import type { GuestConfig } from '../../src/base/handoff.js';
 
 /** linux/neighbour.h, linux/rtnetlink.h */
 const NUD_PERMANENT = 0x80;
@@ -55,6 +55,13 @@ export function danDevice(tapName: string, queues: number, guest: GuestConfig): 
       })),
     },
   };
+}
+
+/** A PCI function bound to vfio-pci, as the DAN file describes it (runtime-rs dan.rs: {type:
+ * "vfio", pci_device_id}); the guest's network config rides along like a tap's. */
+export function danVfioDevice(pciAddress: string, guest: GuestConfig): Record<string, unknown> {
+  const { name, guest_mac, network_info } = danDevice('', 0, guest);
+  return { name, guest_mac, device: { type: 'vfio', pci_device_id: pciAddress }, network_info };
 }
 
 export const danPath = (danDir: string, sandboxId: string) => `${danDir === '/' ? '' : danDir}/${sandboxId}.json`;

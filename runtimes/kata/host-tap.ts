@@ -6,14 +6,14 @@
 // One DAN file describes the whole sandbox and Kata then ignores the netns, so a sandbox with
 // a host-tap interface can have no other interface: planInterface sees one interface's
 // addresses at a time and cannot write the others' entries into the shared file.
-import type { Step } from '../../src/core/plan.js';
-import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag, hostIfName } from '../../src/core/names.js';
-import { KnitError } from '../../src/core/errors.js';
+import type { Step } from '../../src/base/plan.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { aliasTag, hostIfName } from '../../src/base/names.js';
+import { KnitError } from '../../src/base/errors.js';
 import { planPodVeth, ROUTED_HOST_MAC } from '../common/pod-veth.js';
 import { guestConfigFrom, splitPodL3 } from '../common/guest-config.js';
 import { planTap } from '../common/tap.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { danDevice, danPath, type DanConfig } from './dan.js';
 import type { KataOptions } from './options.js';
 

@@ -5,10 +5,10 @@
 // start, so detach is only deletion. Kata also forces the macvtap's ifindex to ≥ 8192 to dodge
 // an old kernel bug with /dev/tap<ifindex> nodes; the op vocabulary has no ifindex, and the
 // launcher learns the real one from the device.
-import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag } from '../../src/core/names.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { aliasTag } from '../../src/base/names.js';
 import { guestMac, lowerMac, planGuestVeth } from '../common/guest-veth.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { kataTapName } from './names.js';
 import type { KataOptions } from './options.js';
 

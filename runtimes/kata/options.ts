@@ -1,5 +1,5 @@
 // Kata options in InterfaceRequest.binding: {mode, queues, danDir}.
-import type { InterfaceInput } from '../types.js';
+import type { InterfaceInput } from '../../src/base/strategy.js';
 import { BindingReader, interfaceIndex } from '../common/binding-options.js';
 import { MAX_QUEUES } from '../common/tap.js';
 

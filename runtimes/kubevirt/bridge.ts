@@ -11,13 +11,13 @@
 // has a source address, and arp_ignore=1 so it answers ARP only for that. On a routed network
 // the guest, served by DHCP, cannot be given the permanent neighbour entry for the link-local
 // gateway that a runc pod gets, so the host end answers for it (proxy ARP, proxy NDP).
-import type { Step } from '../../src/core/plan.js';
-import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag } from '../../src/core/names.js';
+import type { Step } from '../../src/base/plan.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { aliasTag } from '../../src/base/names.js';
 import { ROUTED_GW6 } from '../common/pod-veth.js';
 import { lowerMac, planGuestVeth } from '../common/guest-veth.js';
 import { planTap } from '../common/tap.js';
-import { tapHandoff } from '../common/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtBridgeName, kubevirtNicName, kubevirtTapName } from './names.js';
 import type { KubevirtOptions } from './options.js';

@@ -1,16 +1,18 @@
 // kubevirt: virt-launcher's libvirt opens a tap knit made in the launcher pod's netns
 // (<target dev='tap0' managed='no'/>). binding.binding picks how tap0 reaches the network:
 // masquerade (default), bridge, or tap (L2 pass-through); see each binding's file.
-import type { Strategy } from '../types.js';
-import { KnitError } from '../../src/core/errors.js';
+import type { Strategy } from '../../src/base/strategy.js';
+import { KnitError } from '../../src/base/errors.js';
 import { kubevirtOptions } from './options.js';
 import { planTapBinding } from './tap.js';
 import { planMasquerade } from './masquerade.js';
 import { planBridgeBinding } from './bridge.js';
 import { kubevirtTapName } from './names.js';
+import { libvirtHostdevXml } from './libvirt.js';
 
 export const kubevirtStrategy: Strategy = {
   runtime: 'kubevirt',
+  vfio: { delivery: 'agent', entry: (pciAddress, guest) => ({ libvirt: { hostdev: libvirtHostdevXml(pciAddress, guest.name) } }) },
   planInterface(input) {
     const opts = kubevirtOptions(input);
     // Two interfaces must not derive the same tap name (eth1 and a short name at index 1).

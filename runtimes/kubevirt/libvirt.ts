@@ -15,3 +15,15 @@ export function libvirtInterfaceXml(tap: string, mac: string, mtu: number, queue
   ];
   return { target, interface: lines.join('\n') };
 }
+
+/** <hostdev> for libvirt: the function by address, left bound by knit (managed='no'). */
+export function libvirtHostdevXml(bdf: string, alias: string): string {
+  const [domain, bus, slotFn] = bdf.split(':');
+  const [slot, fn] = slotFn!.split('.');
+  return [
+    "<hostdev mode='subsystem' type='pci' managed='no'>",
+    `  <source><address domain='0x${domain}' bus='0x${bus}' slot='0x${slot}' function='0x${fn}'/></source>`,
+    `  <alias name='ua-${alias}'/>`,
+    '</hostdev>',
+  ].join('\n');
+}

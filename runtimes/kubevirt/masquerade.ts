@@ -5,14 +5,14 @@
 // everything arriving on eth0, or of the declared ports only. Forwarding is switched on for
 // the pod netns as a whole, as KubeVirt does; it is a setting of the pod's own namespace and
 // is not reset on detach (knit cannot know it was off before).
-import type { Step } from '../../src/core/plan.js';
-import type { InterfaceInput, InterfacePlan } from '../types.js';
-import { aliasTag } from '../../src/core/names.js';
-import { KnitError } from '../../src/core/errors.js';
-import { chainFamilies, podSide } from '../cni/pod-side.js';
+import type { Step } from '../../src/base/plan.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
+import { aliasTag } from '../../src/base/names.js';
+import { KnitError } from '../../src/base/errors.js';
+import { chainFamilies, podSide } from '../with-cni-chains/pod-side.js';
 import { planTap } from '../common/tap.js';
-import type { GuestConfig } from '../common/guest-config.js';
-import { tapHandoff } from '../common/handoff.js';
+import type { GuestConfig } from '../../src/base/handoff.js';
+import { tapHandoff } from '../common/tap-handoff.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtBridgeName, kubevirtTapName } from './names.js';
 import { natRuleset } from './nft.js';

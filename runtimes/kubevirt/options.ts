@@ -5,7 +5,7 @@
 // may forbid bridge on the pod network (permitBridgeInterfaceOnPodNetwork), KubeVirt's user
 // guide recommends masquerade there, and masquerade is the binding that leaves the pod's own
 // eth0 and address intact (probes, `knit check`, migration all keep working).
-import type { InterfaceInput } from '../types.js';
+import type { InterfaceInput } from '../../src/base/strategy.js';
 import { BindingReader, interfaceIndex } from '../common/binding-options.js';
 import { MAX_QUEUES } from '../common/tap.js';
 

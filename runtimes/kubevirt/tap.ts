@@ -8,7 +8,7 @@
 // veth keeps them too, silenced by the redirect, so the pod netns still shows the pod IP), and
 // it is what KubeVirt's own bridge and masquerade bindings are not: plain L2 pass-through.
 // KubeVirt's managedTap flavour (bridge + tap + dummy) is the bridge binding here.
-import type { InterfaceInput, InterfacePlan } from '../types.js';
+import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { planVethTap } from '../common/veth-tap.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtTapName } from './names.js';

@@ -11,8 +11,8 @@
 // - the request field and an annotation for the same direction must agree: a conflict is
 //   refused, naming the annotation, rather than one silently overriding the other.
 import { z } from 'zod';
-import { KnitError } from '../core/errors.js';
-import type { Bandwidth, InterfaceRequest } from '../core/types.js';
+import { KnitError, quote } from '../base/errors.js';
+import type { Bandwidth, InterfaceRequest } from '../base/types.js';
 
 export const INGRESS_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
 export const EGRESS_ANNOTATION = 'kubernetes.io/egress-bandwidth';
@@ -21,7 +21,7 @@ const MAX_BITS = Number.MAX_SAFE_INTEGER;
 const MAX_BURST_BITS = 8 * 2 ** 32;
 const MIN_DEFAULT_BURST_BITS = 8 * 64 * 1024;
 
-const short = (v: string) => JSON.stringify(v.length > 24 ? `${v.slice(0, 24)}...` : v);
+const short = (v: string) => quote(v, 24);
 
 /** The burst used when a rate comes without one. */
 export function defaultBurst(rate: number): number {
@@ -96,7 +96,7 @@ export function applyBandwidthAnnotations(interfaces: InterfaceRequest[], annota
   for (const [way, key] of ways) {
     const text = annotations[key];
     if (text === undefined) continue;
-    const field = `annotations[${JSON.stringify(key)}]`;
+    const field = `annotations[${quote(key)}]`;
     const rate = parseQuantity(text, field);
     const given = bandwidth[way];
     if (given && given.rate !== rate) {

@@ -1,7 +1,7 @@
 // Calls a registered extension's knit.v1.Extension/Notify on its unix socket with the full
 // attach result. An answer with ok=false counts as a failure, with the extension's message.
 import * as grpc from '@grpc/grpc-js';
-import type { AttachRequest, AttachResult, Extension } from '../core/types.js';
+import type { AttachRequest, AttachResult, Extension } from '../base/types.js';
 import { knitProto } from './proto.js';
 import { phaseToWire, resultToWire, runtimeToWire } from './wire.js';
 

@@ -3,6 +3,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
+import { refuseMalformed } from './request-guard.js';
 
 export function unary<Req, Res>(
   rpc: string,
@@ -12,6 +13,7 @@ export function unary<Req, Res>(
   return (call, callback) => {
     let pending: Promise<Res>;
     try {
+      refuseMalformed(call.request);
       pending = fn(call.request, call);
     } catch (err) {
       pending = Promise.reject(err);

@@ -19,9 +19,11 @@
 // Requests may name the pod by (name, namespace) instead of id where the POC allowed it.
 import type * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
 import path from 'node:path';
-import { KnitError } from '../core/errors.js';
-import type { AttachResult, SandboxService } from '../core/types.js';
+import { KnitError, quote, renameField } from '../base/errors.js';
+import { isRuntimeKind, runtimeWireName } from '../base/runtime-kinds.js';
+import type { AttachResult, SandboxService } from '../base/types.js';
 import { unary } from './handler.js';
 import type { Logger } from './logger.js';
 import * as rules from './rules.js';
@@ -66,8 +68,6 @@ type KniAttach = KniPodRef & {
 };
 type KniDetach = KniPodRef & { isolation: Isolation | null; extradata: Record<string, string> };
 
-const runtimeByName: Record<string, string> = { runc: 'RUNC', kata: 'KATA', kubevirt: 'KUBEVIRT' };
-
 /** knit.v1 field paths -> the KNI fields they were built from, for error messages. */
 function kniFieldNamer(netnsFrom: string) {
   return (p: string): string =>
@@ -97,7 +97,7 @@ export function toKnitAttach(req: KniAttach) {
     pod_namespace: req.namespace,
     pod_uid: '',
     netns_path: netns.path,
-    runtime: runtimeText ? (runtimeByName[runtimeText] ?? runtimeText) : 'RUNTIME_UNSPECIFIED',
+    runtime: runtimeText ? (isRuntimeKind(runtimeText) ? runtimeWireName(runtimeText) : runtimeText) : 'RUNTIME_UNSPECIFIED',
     interfaces: [{ name: 'eth0' }],
     port_mappings: (req.port_mappings ?? []).map((p) => ({ ...p, protocol: p.protocol || 'TCP' })),
     dns: req.dns_config
@@ -125,10 +125,21 @@ function kniIpconfigs(result: AttachResult | undefined) {
   return out;
 }
 
+/** Why prefix cannot hold a netns file: it, or a path component, is something other than a
+ * directory. A prefix that does not exist yet is fine: knit makes it. */
+function notADirectory(prefix: string): string | undefined {
+  try {
+    const st = statSync(prefix, { throwIfNoEntry: false });
+    return st && !st.isDirectory() ? `${quote(prefix)} is not a directory` : undefined;
+  } catch (err) {
+    return `${quote(prefix)} cannot hold a network namespace: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+}
+
 /** A name safe as one path component of a netns file: k8s names are DNS-1123, so this fits them. */
 function netnsNamePart(field: string, v: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(v)) {
-    throw KnitError.invalid(field, `${JSON.stringify(v)} cannot name a network namespace (1..100 of A-Z a-z 0-9 . _ -)`);
+    throw KnitError.invalid(field, `${quote(v)} cannot name a network namespace (1..100 of A-Z a-z 0-9 . _ -)`);
   }
   return v;
 }
@@ -167,7 +178,11 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
   }
 
   const attach = call('AttachInterface', async (req: KniAttach) => {
-    const result = await service.attach(toKnitAttach(req));
+    const knitReq = toKnitAttach(req);
+    // Core's errors name knit.v1 fields (netns_path): say them as the KNI field the caller sent.
+    const result = await service.attach(knitReq).catch((err) => {
+      throw err instanceof KnitError ? renameField(err, kniFieldNamer(netnsOf(req).field)) : err;
+    });
     await opts.claimNetns?.(result.netnsPath, result.sandboxId);
     return { ipconfigs: kniIpconfigs(result), extradata: { netns: result.netnsPath, sandbox_id: result.sandboxId } };
   });
@@ -248,8 +263,10 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
         const root = path.resolve(opts.defaultNetnsDir);
         const wanted = path.resolve(prefix);
         if (wanted !== root && !wanted.startsWith(`${root}/`)) {
-          throw KnitError.invalid('netns_path_prefix', `${JSON.stringify(prefix.slice(0, 64))} is outside knit's netns directory ${root}; knit pins namespaces only there`);
+          throw KnitError.invalid('netns_path_prefix', `${quote(prefix)} is outside knit's netns directory ${root}; knit pins namespaces only there`);
         }
+        const notDir = notADirectory(prefix);
+        if (notDir) throw KnitError.invalid('netns_path_prefix', notDir);
         const netnsPath = `${prefix === '/' ? '' : prefix}/${netnsFileName(req)}`;
         await opts.createNetns(netnsPath);
         return { netns_path: netnsPath, extradata: {} };

@@ -1,11 +1,13 @@
 // knit.v1.Knit handlers: validate, call core's SandboxService, map the answer back.
 import { Metadata, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { SandboxService, WatchEvent } from '../core/types.js';
+import type { SandboxService, WatchEvent } from '../base/types.js';
 import { unary } from './handler.js';
 import { KNI_VERSION } from './version.js';
 import type { Logger } from './logger.js';
 import { toServiceError } from './status.js';
-import { KnitError } from '../core/errors.js';
+import { refuseMalformed } from './request-guard.js';
+import { KnitError, renameField } from '../base/errors.js';
+import { RUNTIME_KINDS } from '../base/runtime-kinds.js';
 import {
   validateAddInterface,
   validateAttach,
@@ -89,12 +91,16 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
 
     Plan: call('Plan', async (req) => {
       if (req.add_interface && req.attach) throw KnitError.invalid('add_interface', 'give attach or add_interface, not both');
+      // Core's errors name fields of the request inside PlanRequest: say where the caller put them.
+      const within = (prefix: string) => (err: unknown) => {
+        throw err instanceof KnitError ? renameField(err, (f) => prefix + f) : err;
+      };
       if (req.add_interface) {
         const add = validateAddInterface(req.add_interface, { prefix: 'add_interface.' });
-        return planToWire(await service.planAddInterface(add.sandboxId, add.iface));
+        return planToWire(await service.planAddInterface(add.sandboxId, add.iface).catch(within('add_interface.')));
       }
       const attach = validateAttach(req.attach as never, { prefix: 'attach.' });
-      return planToWire(await service.plan(attach));
+      return planToWire(await service.plan(attach).catch(within('attach.')));
     }),
 
     AddInterface: call('AddInterface', async (req) => {
@@ -128,7 +134,7 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
       cni_version: CNI_VERSION,
       supported_cni_versions: version.supportedCniVersions,
       kni_version: KNI_VERSION,
-      runtimes: ['runc', 'kata', 'kubevirt'],
+      runtimes: [...RUNTIME_KINDS],
     })),
   };
 }
@@ -147,6 +153,7 @@ function watch(service: SandboxService, log: Logger, stream: ServerWritableStrea
   stream.on('error', finish);
   stream.on('finish', finish);
   try {
+    refuseMalformed(stream.request);
     if (stream.request.sandbox_id) sandboxId = validateSandboxId(stream.request.sandbox_id);
     stop = service.watch((e: WatchEvent) => {
       if (done) return;

@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { indexTypes, type MessageDescriptor } from './wire-check.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -24,9 +25,23 @@ export const loaderOptions: protoLoader.Options = {
   oneofs: true,
 };
 
+const definitions: protoLoader.PackageDefinition[] = [];
+
 function load(file: string): grpc.GrpcObject {
   const def = protoLoader.loadSync(path.join(protoDir(), file), { ...loaderOptions, includeDirs: [protoDir()] });
+  definitions.push(def);
   return grpc.loadPackageDefinition(def);
+}
+
+/** The message types of every .proto loaded so far, by full name ("knit.v1.AttachRequest"). */
+export function loadedMessageTypes(): Map<string, MessageDescriptor> {
+  const top: [string, MessageDescriptor][] = [];
+  for (const def of definitions) {
+    for (const [name, entry] of Object.entries(def)) {
+      if ('format' in entry && entry.format === 'Protocol Buffer 3 DescriptorProto') top.push([name, entry.type as unknown as MessageDescriptor]);
+    }
+  }
+  return indexTypes(top);
 }
 
 // grpc-js types a loaded package as a loose tree; these name the pieces we use.

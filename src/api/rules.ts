@@ -2,8 +2,9 @@
 // to follow "<field>: " (e.g. `"zz" is not a MAC address`). validate.ts wires them to fields.
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { quote } from '../base/errors.js';
 
-const q = (v: string) => JSON.stringify(v);
+const q = quote;
 
 export type Problem = string | undefined;
 
@@ -34,6 +35,8 @@ export function absolutePathProblem(v: string): Problem {
     return `${q(v)} is not normalized (expected ${q(path.posix.normalize(v).replace(/(.)\/$/, '$1'))})`;
   }
   if (v.length > 4095) return `is ${v.length} bytes long; the limit is 4095`;
+  const long = v.split('/').find((part) => Buffer.byteLength(part) > 255);
+  if (long !== undefined) return `has a component of ${Buffer.byteLength(long)} bytes (${quote(long, 16)}); Linux allows 255 (NAME_MAX)`;
   return undefined;
 }
 
@@ -61,6 +64,9 @@ export function ifnameProblem(v: string): Problem {
   const bytes = Buffer.byteLength(v);
   if (bytes > 15) return `${q(v)} is ${bytes} bytes long; Linux allows 15`;
   if (v === '.' || v === '..') return `${q(v)} is not a valid interface name`;
+  // The kernel reads a name with '%' as a template ("eth%d": the next free eth<N>), so the
+  // device would not get the name asked for.
+  if (v.includes('%')) return `${q(v)} contains '%', which Linux reads as a name template`;
   if (/[/:\s\0]/.test(v)) return `${q(v)} contains '/', ':', whitespace or NUL, which Linux does not allow in an interface name`;
   return undefined;
 }

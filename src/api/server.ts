@@ -7,13 +7,15 @@ import * as grpc from '@grpc/grpc-js';
 import net from 'node:net';
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { SandboxService } from '../core/types.js';
+import type { SandboxService } from '../base/types.js';
 import { kniHandlers } from './kni.js';
 import { clearStaleSocket, trackConnections } from './tracked-server.js';
 import { knitHandlers, packageVersion } from './knit-service.js';
 import { silentLogger, type Logger } from './logger.js';
 import { makePeerGate, type PeerCredFn } from './peer-gate.js';
-import { kniProto, knitProto } from './proto.js';
+import { kniProto, knitProto, loadedMessageTypes } from './proto.js';
+import { guardService } from './request-guard.js';
+import { LIMITS } from './limits.js';
 
 export interface ApiServerOptions {
   /** Unix socket path, e.g. /run/knit/knit.sock. Its directory is created if missing. */
@@ -49,19 +51,24 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const allowedUids = opts.allowedUids ?? [process.getuid?.() ?? 0];
 
   const server = new grpc.Server({
-    // The KNI kubelet client sends up to 16 MiB; List on a full node is well under that.
-    'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    // A request larger than this is refused with RESOURCE_EXHAUSTED before it is decoded (see
+    // limits.ts for the bounds inside one). The KNI kubelet client reads answers up to 16 MiB;
+    // List on a full node is well under that.
+    'grpc.max_receive_message_length': LIMITS.requestBytes,
     'grpc.max_send_message_length': 16 * 1024 * 1024,
   });
+  const knitService = knitProto().Knit.service;
+  const kniService = kniProto().KNI.service;
+  const types = loadedMessageTypes();
   server.addService(
-    knitProto().Knit.service,
+    guardService(knitService, types),
     knitHandlers(opts.service, log, {
       version: packageVersion(),
       supportedCniVersions: opts.supportedCniVersions ?? ['1.0.0', '1.1.0'],
     }),
   );
   server.addService(
-    kniProto().KNI.service,
+    guardService(kniService, types),
     kniHandlers({
       service: opts.service,
       logger: log,

@@ -3,7 +3,7 @@
 //   knit-field     the request field at fault, e.g. "interfaces[0].mac"
 //   knit-cni-code  the CNI error code that fits (CNI 1.1 §Error)
 import * as grpc from '@grpc/grpc-js';
-import { CniCode, KnitError, type KnitErrorCode } from '../core/errors.js';
+import { CniCode, KnitError, type KnitErrorCode } from '../base/errors.js';
 import type { Logger } from './logger.js';
 
 export const FIELD_KEY = 'knit-field';
@@ -30,6 +30,19 @@ const defaultCniCode: Partial<Record<KnitErrorCode, number>> = {
   UNIMPLEMENTED: CniCode.unsupportedField,
 };
 
+// A last bound on what goes back as the status message (grpc-message travels as metadata, 8 KiB
+// by default for grpc-go and grpc-js clients): messages quote a caller's values through quote(),
+// and this catches any that does not.
+const MAX_DETAILS = 1024;
+const bounded = (m: string) => (m.length <= MAX_DETAILS ? m : `${m.slice(0, MAX_DETAILS)}… (${m.length} characters)`);
+
+/** Metadata values are printable ASCII: a field path that quotes a map key ("labels[\"ü\"]") is
+ * sent with \uXXXX escapes, and cut like a message. */
+function asciiField(field: string): string {
+  const ascii = field.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return ascii.length <= MAX_DETAILS ? ascii : `${ascii.slice(0, MAX_DETAILS)}...`;
+}
+
 export function grpcCodeOf(code: KnitErrorCode): grpc.status {
   return toGrpc[code];
 }
@@ -38,17 +51,17 @@ export function grpcCodeOf(code: KnitErrorCode): grpc.status {
 export function toServiceError(err: unknown, log: Logger, rpc: string): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   if (err instanceof KnitError) {
-    if (err.details.field) metadata.set(FIELD_KEY, err.details.field);
+    if (err.details.field) metadata.set(FIELD_KEY, asciiField(err.details.field));
     const cni = err.details.cniCode ?? defaultCniCode[err.code];
     if (cni !== undefined) metadata.set(CNI_CODE_KEY, String(cni));
-    if (err.code === 'INTERNAL') log.error({ rpc, err, cause: err.details.cause }, `${rpc} failed: ${err.message}`);
-    else log.info({ rpc, code: err.code, field: err.details.field }, `${rpc}: ${err.message}`);
-    return { code: toGrpc[err.code] ?? grpc.status.INTERNAL, details: err.message, metadata };
+    if (err.code === 'INTERNAL') log.error({ rpc, err, cause: err.details.cause }, `${rpc} failed: ${bounded(err.message)}`);
+    else log.info({ rpc, code: err.code, field: err.details.field }, `${rpc}: ${bounded(err.message)}`);
+    return { code: toGrpc[err.code] ?? grpc.status.INTERNAL, details: bounded(err.message), metadata };
   }
   // Not a KnitError: a bug or an unexpected failure below core. Say what it was, and log it.
   const message = err instanceof Error ? err.message : String(err);
-  log.error({ rpc, err }, `${rpc} failed unexpectedly: ${message}`);
-  return { code: grpc.status.INTERNAL, details: `internal error: ${message}`, metadata };
+  log.error({ rpc, err }, `${rpc} failed unexpectedly: ${bounded(message)}`);
+  return { code: grpc.status.INTERNAL, details: bounded(`internal error: ${message}`), metadata };
 }
 
 const fromGrpc = new Map<grpc.status, KnitErrorCode>(

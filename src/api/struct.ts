@@ -25,7 +25,7 @@ export function toValue(v: unknown): ValueMsg {
   return { stringValue: String(v) };
 }
 
-export function toStruct(obj: Record<string, unknown>): StructMsg {
+export function toStruct(obj: object): StructMsg {
   const fields: Record<string, ValueMsg> = {};
   for (const [k, v] of Object.entries(obj)) if (v !== undefined) fields[k] = toValue(v);
   return { fields };

@@ -1,4 +1,4 @@
-// Decoded knit.v1 requests -> core domain objects (src/core/types.ts). Every rule names the
+// Decoded knit.v1 requests -> core domain objects (src/base/types.ts). Every rule names the
 // field it guards; the first violation becomes KnitError.invalid('<proto field path>', why),
 // e.g. `interfaces[0].mac: "zz" is not a MAC address`.
 //
@@ -6,11 +6,14 @@
 // CNI_IFNAME and what KNI callers read back as ipconfigs["eth0"]); an unnamed interface at
 // index i is eth<i>, go-cni's naming.
 import { z } from 'zod';
-import { KnitError } from '../core/errors.js';
-import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../core/types.js';
+import { KnitError, quote, renameField } from '../base/errors.js';
+import { RUNTIME_CHOICES, runtimeFromWireName } from '../base/runtime-kinds.js';
+import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../base/types.js';
 import * as rules from './rules.js';
 import { applyBandwidthAnnotations, bandwidthSchema } from './bandwidth.js';
 import { fromStruct, type StructMsg } from './struct.js';
+import { checkAttachLimits, checkInterfaceLimits, LIMITS } from './limits.js';
+import { formatIp, tryParseIp } from '../ipam/ip.js';
 import type { WireAttachRequest } from './wire-types.js';
 
 type Check<T> = (v: T) => rules.Problem;
@@ -40,20 +43,14 @@ const stringMap = z.record(z.string(), z.string()).superRefine((m, ctx) => {
 const sandboxId = checked(z.string(), rules.sandboxIdProblem).prefault('');
 const optionalName = checked(z.string(), (v) => rules.nameProblem(v)).prefault('');
 
-const runtimeNames: Record<string, RuntimeKind> = {
-  RUNTIME_UNSPECIFIED: 'runc',
-  RUNC: 'runc',
-  KATA: 'kata',
-  KUBEVIRT: 'kubevirt',
-};
 const runtime = z
   .union([z.string(), z.number()])
   .superRefine((v, ctx) => {
-    if (!(String(v) in runtimeNames)) {
-      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(String(v))} is not one of runc, kata, kubevirt` });
+    if (!runtimeFromWireName(String(v))) {
+      ctx.addIssue({ code: 'custom', message: `${quote(String(v))} is not one of ${RUNTIME_CHOICES}` });
     }
   })
-  .transform((v): RuntimeKind => runtimeNames[String(v)]!);
+  .transform((v): RuntimeKind => runtimeFromWireName(String(v))!);
 
 const protocolNames: Record<string, PortMapping['protocol']> = {
   PROTOCOL_UNSPECIFIED: 'tcp',
@@ -68,7 +65,7 @@ const portMapping = z
       .union([z.string(), z.number()])
       .superRefine((v, ctx) => {
         if (!(String(v) in protocolNames)) {
-          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(String(v))} is not one of tcp, udp, sctp` });
+          ctx.addIssue({ code: 'custom', message: `${quote(String(v))} is not one of tcp, udp, sctp` });
         }
       })
       .default('PROTOCOL_UNSPECIFIED'),
@@ -166,11 +163,23 @@ const interfaces = z.preprocess(
       if (first !== undefined) {
         ctx.addIssue({
           code: 'custom',
-          message: `${JSON.stringify(i.name)} is already used by interfaces[${first}]`,
+          message: `${quote(i.name)} is already used by interfaces[${first}]`,
           path: [index, 'name'],
         });
       } else seen.set(i.name, index);
     });
+    // The same address twice would fail only in the kernel (or in the pool, naming neither).
+    const addresses = new Map<string, string>();
+    list.forEach((i, index) =>
+      i.ips?.forEach((cidr, j) => {
+        const text = cidr.slice(0, cidr.indexOf('/'));
+        const parsed = tryParseIp(text);
+        const address = parsed ? formatIp(parsed) : text;
+        const first = addresses.get(address);
+        if (first) ctx.addIssue({ code: 'custom', message: `${address} is already given as ${first}`, path: [index, 'ips', j] });
+        else addresses.set(address, `interfaces[${index}].ips[${j}]`);
+      }),
+    );
     const marked = list.flatMap((i, index) => (i.defaultRoute ? [index] : []));
     if (marked.length > 1) {
       ctx.addIssue({ code: 'custom', message: `only one interface carries the default route, and interfaces[${marked[0]}] already does`, path: [marked[1], 'default_route'] });
@@ -220,7 +229,7 @@ export function fieldPath(segments: readonly PropertyKey[]): string {
   segments.forEach((seg, i) => {
     const prev = segments[i - 1];
     if (typeof seg === 'number') out += `[${seg}]`;
-    else if (typeof prev === 'string' && MAP_FIELDS.has(prev)) out += `[${JSON.stringify(String(seg))}]`;
+    else if (typeof prev === 'string' && MAP_FIELDS.has(prev)) out += `[${quote(String(seg))}]`;
     else out += (out ? '.' : '') + String(seg);
   });
   return out;
@@ -247,17 +256,22 @@ function parse<S extends z.ZodType>(schema: S, input: unknown, opts: ValidateOpt
 // ---------------------------------------------------------------------------------------------
 // Per-request entry points (what the RPC handlers call)
 
+/** Runs fn; an error it throws about a knit.v1 field is said about the field the caller sent
+ * (opts.prefix, opts.rename). */
+function naming<T>(opts: ValidateOptions | undefined, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (!(err instanceof KnitError)) throw err;
+    throw renameField(err, (f) => (opts?.prefix ?? '') + (opts?.rename ? opts.rename(f) : f));
+  }
+}
+
 export function validateAttach(wire: Partial<WireAttachRequest> | null | undefined, opts?: ValidateOptions): AttachRequest {
   if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
+  naming(opts, () => checkAttachLimits(wire as Record<string, unknown>));
   const req = parse(attachSchema, wire, opts);
-  try {
-    req.interfaces = applyBandwidthAnnotations(req.interfaces, req.annotations);
-  } catch (err) {
-    if (!(err instanceof KnitError) || !err.details.field) throw err;
-    const field = err.details.field;
-    const renamed = (opts?.prefix ?? '') + (opts?.rename ? opts.rename(field) : field);
-    throw KnitError.invalid(renamed, err.message.slice(field.length + 2));
-  }
+  req.interfaces = naming(opts, () => applyBandwidthAnnotations(req.interfaces, req.annotations));
   return req;
 }
 
@@ -293,6 +307,10 @@ export interface GcRequest {
 }
 
 export function validateGarbageCollect(wire: unknown): GcRequest {
+  const list = (wire as { valid_attachments?: unknown } | null)?.valid_attachments;
+  if (Array.isArray(list) && list.length > LIMITS.validAttachments) {
+    throw KnitError.invalid('valid_attachments', `has ${list.length} entries; the limit is ${LIMITS.validAttachments}`);
+  }
   const r = parse(gcSchema, wire ?? {});
   return {
     keepRecorded: r.keep_recorded,
@@ -306,7 +324,7 @@ const phases: Record<string, Extension['phase']> = { POST_ATTACH: 'post-attach',
 
 const extensionSchema = z.object({
   name: checked(z.string(), (v) =>
-    /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(v) ? undefined : `${JSON.stringify(v)} is not a valid extension name (1..63 of A-Z a-z 0-9 . _ -)`,
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(v) ? undefined : `${quote(v)} is not a valid extension name (1..63 of A-Z a-z 0-9 . _ -)`,
   ),
   endpoint: checked(z.string(), (v) => (v === '' ? 'is required' : rules.absolutePathProblem(v))),
   phase: z.union([z.string(), z.number()]).superRefine((v, ctx) => {
@@ -333,6 +351,7 @@ const addInterfaceSchema = z.object({
 
 export function validateAddInterface(wire: unknown, opts?: ValidateOptions): { sandboxId: string; iface: InterfaceRequest } {
   if (!wire) throw KnitError.invalid((opts?.prefix ?? '').replace(/\.$/, '') || '(request)', 'is required');
+  naming(opts, () => checkInterfaceLimits('interface', (wire as { interface?: Record<string, unknown> }).interface));
   const r = parse(addInterfaceSchema, wire, opts);
   return { sandboxId: r.sandbox_id, iface: r.interface };
 }

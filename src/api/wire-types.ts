@@ -2,7 +2,8 @@
 // names, defaults filled, absent sub-messages null). Hand-kept in step with knit.proto.
 import type { StructMsg } from './struct.js';
 
-export type RuntimeName = 'RUNTIME_UNSPECIFIED' | 'RUNC' | 'KATA' | 'KUBEVIRT';
+export type { RuntimeWireName as RuntimeName } from '../base/runtime-kinds.js';
+import type { RuntimeWireName as RuntimeName } from '../base/runtime-kinds.js';
 export type ProtocolName = 'PROTOCOL_UNSPECIFIED' | 'TCP' | 'UDP' | 'SCTP';
 export type PhaseName = 'EXTENSION_PHASE_UNSPECIFIED' | 'POST_ATTACH' | 'PRE_DETACH';
 export type StateName = 'ATTACHMENT_STATE_UNSPECIFIED' | 'ATTACHING' | 'ATTACHED' | 'DETACHING' | 'FAILED';

@@ -1,4 +1,4 @@
-// Domain objects (src/core/types.ts) -> knit.v1 response messages. The reverse direction, for
+// Domain objects (src/base/types.ts) -> knit.v1 response messages. The reverse direction, for
 // requests, is validate.ts.
 import type {
   AttachRequest,
@@ -10,8 +10,10 @@ import type {
   RuntimeKind,
   SandboxRecordView,
   WatchEvent,
-} from '../core/types.js';
+} from '../base/types.js';
 import { toStruct } from './struct.js';
+import { guestName } from '../base/handoff.js';
+import { runtimeWireName } from '../base/runtime-kinds.js';
 import type {
   PhaseName,
   RuntimeName,
@@ -28,7 +30,6 @@ import type {
 /** The CNI spec version knit's results follow. */
 export const CNI_VERSION = '1.1.0';
 
-const runtimeName: Record<RuntimeKind, RuntimeName> = { runc: 'RUNC', kata: 'KATA', kubevirt: 'KUBEVIRT' };
 const stateName: Record<AttachmentState, StateName> = {
   attaching: 'ATTACHING',
   attached: 'ATTACHED',
@@ -38,7 +39,7 @@ const stateName: Record<AttachmentState, StateName> = {
 const phaseName: Record<Extension['phase'], PhaseName> = { 'post-attach': 'POST_ATTACH', 'pre-detach': 'PRE_DETACH' };
 
 export function runtimeToWire(r: RuntimeKind): RuntimeName {
-  return runtimeName[r];
+  return runtimeWireName(r);
 }
 
 function dnsToWire(d: DnsConfig | undefined): WireDns | null {
@@ -49,7 +50,7 @@ function dnsToWire(d: DnsConfig | undefined): WireDns | null {
 /** The name a pod (or its VM guest) knows an interface by: a host-side tap or a VFIO device
  * that carries the pod's addresses is the guest's NIC of that name. */
 function podSideName(iface: AttachResult['interfaces'][number]): string {
-  return (iface.handoff as { guest?: { name?: string } } | undefined)?.guest?.name ?? iface.name;
+  return guestName(iface.handoff) ?? iface.name;
 }
 
 /**
@@ -105,7 +106,7 @@ export function resultToWire(r: AttachResult): WireResult {
     ipconfigs: ipconfigsOf(r),
     sandbox_id: r.sandboxId,
     netns_path: r.netnsPath,
-    runtime: runtimeName[r.runtime],
+    runtime: runtimeWireName(r.runtime),
   };
 }
 
@@ -116,7 +117,7 @@ export function requestToWire(r: AttachRequest): WireAttachRequest {
     pod_namespace: r.podNamespace ?? '',
     pod_uid: r.podUid ?? '',
     netns_path: r.netnsPath,
-    runtime: runtimeName[r.runtime],
+    runtime: runtimeWireName(r.runtime),
     interfaces: r.interfaces.map((i) => ({
       name: i.name,
       network: i.network ?? '',
@@ -213,7 +214,7 @@ export function watchEventToWire(e: WatchEvent): object {
   }
 }
 
-/** Plan steps carry ops from src/net/ops.ts: plain data, so they travel as Structs. */
+/** Plan steps carry ops from src/base/ops.ts: plain data, so they travel as Structs. */
 export function planToWire(plan: { steps: { description: string; op: unknown; undo?: unknown }[] }): object {
   const asStruct = (v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v) ? toStruct(v as Record<string, unknown>) : v === undefined ? null : toStruct({ value: v });

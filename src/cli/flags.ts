@@ -1,6 +1,7 @@
 // Parsers for the compound flags of `knit attach` / `knit plan`. They check syntax only and
 // build knit.v1 request fields; the daemon validates values (and names the field if wrong).
 import { invalidArgument, usageError } from './exit.js';
+import { RUNTIME_CHOICES, isRuntimeKind, runtimeWireName } from '../base/runtime-kinds.js';
 
 export interface WireInterfaceFlag {
   name: string;
@@ -103,10 +104,8 @@ export function parseKeyValues(flag: string, specs: string[]): Record<string, st
   return out;
 }
 
-const RUNTIMES = ['runc', 'kata', 'kubevirt'];
-
 export function parseRuntime(v: string | undefined): string {
   if (v === undefined) return 'RUNTIME_UNSPECIFIED';
-  if (!RUNTIMES.includes(v)) throw invalidArgument(`--runtime ${v}: must be one of ${RUNTIMES.join(', ')}`);
-  return v.toUpperCase();
+  if (!isRuntimeKind(v)) throw invalidArgument(`--runtime ${v}: must be one of ${RUNTIME_CHOICES}`);
+  return runtimeWireName(v);
 }

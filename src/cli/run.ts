@@ -2,7 +2,7 @@
 // an exit code (0 ok, 1 usage, 2 not found, 3 invalid argument, 4 unavailable, 5 other
 // failure, 6 resource exhausted).
 import { parseArgs } from 'node:util';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 import { KnitClient, DEFAULT_SOCKET, socketFrom } from './client.js';
 import type { CliIO, Command, Context, OptionSpec } from './command.js';
 import { CliError, Exit, usageError } from './exit.js';

@@ -1,8 +1,8 @@
 // The plan's CNI steps, run by the daemon's action runner: `cni.add` runs the recorded chain's
 // ADD and answers its result; `cni.del` (its inverse, also after a crash) runs DEL with the
 // cached result. A plugin's failure keeps the plugin's name and CNI error code.
-import type { CniChainAction, OpResult } from '../net/ops.js';
-import { KnitError, CniCode } from '../core/errors.js';
+import type { CniChainAction, OpResult } from '../base/ops.js';
+import { KnitError, CniCode } from '../base/errors.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { parseConflist } from './conflist.js';
 import { addChain, delChain, type ChainEnv, type ChainRuntime } from './chain.js';

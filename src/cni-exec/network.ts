@@ -1,6 +1,6 @@
 // A CNI network as a whole, for start-up and NodeStatus: the chain's plugins exist and speak
 // the list's cniVersion (VERSION), and the chain's STATUS where the plugins define it.
-import type { NetworkSpec } from '../../runtimes/types.js';
+import type { NetworkSpec } from '../base/strategy.js';
 import { loadConflist } from './conflist.js';
 import { gcChain, negotiateVersions, statusChain } from './chain.js';
 

@@ -1,8 +1,9 @@
 // A CNI result (any spec version this machine's plugins print: 0.3.x, 0.4.0, 1.0.0, 1.1.0) as
 // knit's answer: the chain chose the names, MACs, addresses and routes, so its result replaces
 // the interface's placeholder from the plan.
-import type { AttachResult, ResultInterface, ResultIp, ResultRoute } from '../core/types.js';
-import type { InterfacePart } from '../core/interface-plans.js';
+import type { AttachResult, ResultInterface, ResultIp, ResultRoute } from '../base/types.js';
+import type { InterfacePart } from '../base/strategy.js';
+import { podIpsOn, type Handoff } from '../base/handoff.js';
 
 interface CniIp { address: string; gateway?: string; interface?: number; version?: string }
 interface CniInterface { name: string; mac?: string; mtu?: number; sandbox?: string; socketPath?: string; pciID?: string }
@@ -56,10 +57,10 @@ export function chainPart(part: InterfacePart, raw: Record<string, unknown>, pla
   return { ifname: part.ifname, interfaces, ips, routes: [...part.routes, ...chain.routes], ...(dns && { dns }) };
 }
 
-function completeHandoff(handoff: Record<string, unknown>, mac: string | undefined, placeholder: string, ips: ResultIp[], routes: ResultRoute[]): Record<string, unknown> {
+function completeHandoff(handoff: Handoff, mac: string | undefined, placeholder: string, ips: ResultIp[], routes: ResultRoute[]): Handoff {
   const text = JSON.stringify(handoff);
-  const out = JSON.parse(mac ? text.split(placeholder).join(mac) : text) as Record<string, unknown> & { podIpsOn?: string; guest?: Record<string, unknown> };
-  if (out.podIpsOn === 'pod+guest' && out.guest) {
+  const out = JSON.parse(mac ? text.split(placeholder).join(mac) : text) as Handoff;
+  if (podIpsOn(out) === 'pod+guest' && 'guest' in out) {
     out.guest.ips = ips.map((ip) => ({ address: ip.address, family: ip.family, ...(ip.gateway && { gateway: ip.gateway }) }));
     // A CNI route without gw uses the gateway of its family's address (CNI spec, Routes).
     const gatewayOf = (dst: string) => ips.find((ip) => ip.family === (dst.includes(':') ? 6 : 4))?.gateway;

@@ -1,7 +1,8 @@
 // What a runtime passes in runtimeConfig (CNI capabilities: portMappings, bandwidth, ips, mac,
 // io.kubernetes.cri.pod-annotations) and the pod annotations knit reads there. The keys are in
 // README.md, section "CNI: knit as the plugin of unmodified runtimes".
-import { CniCode } from '../core/errors.js';
+import { CniCode } from '../base/errors.js';
+import { DEFAULT_RUNTIME, RUNTIME_CHOICES, isRuntimeKind } from '../base/runtime-kinds.js';
 import { CniError } from '../cni/spec.js';
 import type { PluginConfig } from './request.js';
 import type { WireBandwidth, WirePortMapping } from '../api/wire-types.js';
@@ -60,9 +61,9 @@ export function podSettings(conf: PluginConfig): PodSettings {
     }
     binding = stringMap(parsed, `annotation ${BINDING_ANNOTATION}`);
   }
-  const runtime = annotations[RUNTIME_ANNOTATION] ?? (typeof conf.runtime === 'string' ? conf.runtime : 'runc');
-  if (!['runc', 'kata', 'kubevirt'].includes(runtime)) {
-    throw new CniError(CniCode.invalidConfig, `annotation ${RUNTIME_ANNOTATION}: ${JSON.stringify(runtime.slice(0, 40))} is not one of runc, kata, kubevirt`);
+  const runtime = annotations[RUNTIME_ANNOTATION] ?? (typeof conf.runtime === 'string' ? conf.runtime : DEFAULT_RUNTIME);
+  if (!isRuntimeKind(runtime)) {
+    throw new CniError(CniCode.invalidConfig, `annotation ${RUNTIME_ANNOTATION}: ${JSON.stringify(runtime.slice(0, 40))} is not one of ${RUNTIME_CHOICES}`);
   }
   const mac = rc.mac === undefined ? '' : rc.mac;
   if (typeof mac !== 'string') throw new CniError(CniCode.invalidConfig, 'runtimeConfig.mac: must be a string');

@@ -2,12 +2,13 @@
 // DEL -> Detach (or RemoveInterface), CHECK -> Check, STATUS -> NodeStatus, GC -> Detach of
 // this network's sandboxes missing from the valid-attachments list. Every failure leaves as a
 // CNI error object with the code that fits.
-import type { AttachResult, InterfaceRequest, SandboxService } from '../core/types.js';
-import { CniCode, KnitError } from '../core/errors.js';
+import type { AttachResult, InterfaceRequest, SandboxService } from '../base/types.js';
+import { CniCode, KnitError } from '../base/errors.js';
 import { validateAddInterface, validateAttach, validateSandboxId } from '../api/validate.js';
 import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
 import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
+import { guestName } from '../base/handoff.js';
 
 export interface CniAnswer {
   exitCode: number;
@@ -54,8 +55,16 @@ export function toCniError(err: unknown): CniError {
   return new CniError(999, `knit internal error: ${(err as Error)?.message ?? String(err)}`);
 }
 
+export interface FrontendOptions {
+  /** Why the CNI install is not whole ([] when it is): STATUS answers 50 while it is not. */
+  installProblems?: () => Promise<string[]>;
+}
+
 export class CniFrontend {
-  constructor(private readonly service: SandboxService) {}
+  constructor(
+    private readonly service: SandboxService,
+    private readonly opts: FrontendOptions = {},
+  ) {}
 
   async handle(req: ShimRequest): Promise<CniAnswer> {
     let version = '1.0.0';
@@ -166,7 +175,10 @@ export class CniFrontend {
     return undefined;
   }
 
+  /** CNI 1.1 STATUS: 50 (plugin not available) while the install or the node is not ready. */
   private async status(conf: PluginConfig): Promise<undefined> {
+    const install = (await this.opts.installProblems?.()) ?? [];
+    if (install.length) throw new CniError(CniCode.pluginNotAvailable, `knit-cni install is not whole: ${install.join('; ')}`, 'run knit install-cni');
     const s = await this.service.nodeStatus();
     const net = conf.network ? s.networks.find((n) => n.name === conf.network) : undefined;
     if (conf.network && !net) throw new CniError(CniCode.pluginNotAvailable, `network ${JSON.stringify(conf.network.slice(0, 40))} is not configured in knit`);
@@ -197,22 +209,19 @@ export class CniFrontend {
 }
 
 function hasInterface(r: AttachResult, ifname: string): boolean {
-  return r.interfaces.some((i) => i.sandbox && i.name === ifname) || r.interfaces.some((i) => guestName(i) === ifname);
+  return r.interfaces.some((i) => i.sandbox && i.name === ifname) || r.interfaces.some((i) => guestName(i.handoff) === ifname);
 }
 
-function guestName(i: AttachResult['interfaces'][number]): string | undefined {
-  return (i.handoff as { guest?: { name?: string } } | undefined)?.guest?.name;
-}
 
 /**
  * The part of a sandbox's result that is about one CNI_IFNAME: its pod-side interface, the
  * host device just before it (veth host end), their ips and routes' owner.
  */
 export function only(r: AttachResult, ifname: string): AttachResult {
-  if (r.interfaces.filter((i) => i.sandbox || guestName(i)).length <= 1) return r;
-  const pod = r.interfaces.findIndex((i) => (i.sandbox && i.name === ifname) || guestName(i) === ifname);
+  if (r.interfaces.filter((i) => i.sandbox || guestName(i.handoff)).length <= 1) return r;
+  const pod = r.interfaces.findIndex((i) => (i.sandbox && i.name === ifname) || guestName(i.handoff) === ifname);
   if (pod < 0) return r;
-  const keep = pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!) ? [pod - 1, pod] : [pod];
+  const keep = pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!.handoff) ? [pod - 1, pod] : [pod];
   const index = new Map(keep.map((k, n) => [k, n]));
   return {
     ...r,

@@ -2,11 +2,12 @@
 // into a CNI conf dir, the way node network daemons install their plugin. Each file is
 // written to a temporary name and renamed (a runtime never reads half a file), and neither
 // command touches a file knit did not write: the conflist carries INSTALLED_BY_KEY, the shim
-// carries SHIM_MARKER in its bytes.
-import { open, readFile, rename, rm, chmod, mkdir, copyFile } from 'node:fs/promises';
+// carries SHIM_MARKER in its bytes. What was installed is recorded in the daemon's state dir
+// (installRecordPath), so CNI STATUS can tell the runtime when the install is no longer whole.
+import { open, readFile, rename, rm, chmod, mkdir, copyFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 export const INSTALLED_BY_KEY = 'knit.dev/installed-by';
 const SHIM_MARKER = 'knit-cni-shim-marker/1';
@@ -27,6 +28,16 @@ export interface InstallOptions {
   /** CNI network name in the conflist (what runtimes select by). */
   networkName: string;
   shim?: string;
+  /** Where to record what was installed (installRecordPath of the daemon's stateDir). */
+  record?: string;
+}
+
+/** The daemon's record of `knit install-cni`: the two files CNI STATUS checks. */
+export const installRecordPath = (stateDir: string) => path.join(stateDir, 'cni-install.json');
+
+interface InstallRecord {
+  shim: string;
+  conflist: string;
 }
 
 export function conflist(o: InstallOptions): object {
@@ -107,11 +118,46 @@ export async function installCni(o: InstallOptions): Promise<{ shim: string; con
     const fd = await open(tmp, 'w', 0o644);
     await fd.writeFile(`${JSON.stringify(conflist(o), null, 2)}\n`).finally(() => fd.close());
   }, 0o644);
+  if (o.record) {
+    const record: InstallRecord = { shim: shimTarget, conflist: confTarget };
+    await mkdir(path.dirname(o.record), { recursive: true, mode: 0o700 });
+    await writeAtomically(o.record, (tmp) => writeFile(tmp, `${JSON.stringify(record)}\n`), 0o600);
+  }
   return { shim: shimTarget, conflist: confTarget };
 }
 
+/**
+ * Why the recorded install is not whole ([] when it is, or when knit-cni was installed by other
+ * means and nothing was recorded): each file must still be there and still be knit's.
+ */
+export async function installProblems(recordFile: string): Promise<string[]> {
+  const bytes = await contentOf(recordFile);
+  if (!bytes) return [];
+  let record: Partial<InstallRecord>;
+  try {
+    record = JSON.parse(bytes.toString('utf8')) as Partial<InstallRecord>;
+  } catch {
+    return [`${recordFile} is not JSON; run knit install-cni again`];
+  }
+  const problems: string[] = [];
+  const checks: [string | undefined, (b: Buffer) => boolean, string][] = [
+    [record.conflist, conflistIsKnits, 'conflist'],
+    [record.shim, shimIsKnits, 'knit-cni'],
+  ];
+  for (const [file, isKnits, what] of checks) {
+    if (!file) {
+      problems.push(`${recordFile} names no ${what}`);
+      continue;
+    }
+    const content = await contentOf(file);
+    if (!content) problems.push(`the ${what} knit install-cni wrote (${file}) is missing`);
+    else if (!isKnits(content)) problems.push(`${file} is no longer knit's ${what}`);
+  }
+  return problems;
+}
+
 /** Removes the conflist, then the shim, each only if knit wrote it. Answers what it removed. */
-export async function uninstallCni(o: Pick<InstallOptions, 'binDir' | 'confDir' | 'fileName'>): Promise<string[]> {
+export async function uninstallCni(o: Pick<InstallOptions, 'binDir' | 'confDir' | 'fileName' | 'record'>): Promise<string[]> {
   const removed: string[] = [];
   const targets: [string, (b: Buffer) => boolean][] = [
     [path.join(o.confDir, o.fileName), conflistIsKnits],
@@ -124,5 +170,8 @@ export async function uninstallCni(o: Pick<InstallOptions, 'binDir' | 'confDir' 
     await rm(file);
     removed.push(file);
   }
+  // The record goes only when it describes this install (another conf dir may be recorded).
+  const record = o.record ? await contentOf(o.record) : undefined;
+  if (o.record && record?.toString('utf8').includes(JSON.stringify(path.join(o.confDir, o.fileName)))) await rm(o.record, { force: true });
   return removed;
 }

@@ -1,7 +1,7 @@
 // One CNI call as the shim forwards it (protocol v1, docs/cni-frontend.md), and the parts of
 // its config and CNI_ARGS knit reads.
 import { z } from 'zod';
-import { CniCode } from '../core/errors.js';
+import { CniCode } from '../base/errors.js';
 import { CniError } from '../cni/spec.js';
 
 export const PROTOCOL_VERSION = 1;

@@ -2,7 +2,7 @@
 // per connection and answers "knit-cni/1 <exit code>\n<stdout>". The protocol is in
 // docs/cni-frontend.md; the verbs are in handler.ts.
 import net from 'node:net';
-import { chmod, mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../api/logger.js';
 import type { CniFrontend } from './handler.js';
@@ -59,33 +59,4 @@ export async function startCniServer(opts: {
   return {
     close: () => connections.close(CLOSE_GRACE_MS),
   };
-}
-
-/**
- * Carries out the DELs the shim queued while the daemon was down (one JSON request per file,
- * written durably by knit-cni), then removes each file. A DEL that fails stays for the next start.
- */
-export async function drainDeleteQueue(dir: string, frontend: CniFrontend, log: Logger): Promise<{ done: number; failed: number }> {
-  let names: string[];
-  try {
-    names = (await readdir(dir)).filter((n) => n.endsWith('.json'));
-  } catch {
-    return { done: 0, failed: 0 };
-  }
-  let done = 0;
-  let failed = 0;
-  for (const name of names) {
-    const file = path.join(dir, name);
-    const a = await answer(frontend, await readFile(file, 'utf8'));
-    if (a.exitCode === 0) {
-      await rm(file, { force: true });
-      done++;
-    } else {
-      failed++;
-      log.warn({ file, cni: a.stdout.trim() }, 'queued CNI DEL failed; kept for the next start');
-    }
-  }
-  // Half-written files of a shim that died mid-write.
-  for (const n of await readdir(dir).catch(() => [])) if (n.startsWith('.tmp-')) await rm(path.join(dir, n), { force: true });
-  return { done, failed };
 }

@@ -1,7 +1,7 @@
 // CNI spec helpers for knit acting as a plugin (https://github.com/containernetworking/cni/blob/main/SPEC.md):
 // version negotiation, results in the version a config asks for, and error objects.
-import type { AttachResult } from '../core/types.js';
-import { CniCode } from '../core/errors.js';
+import type { AttachResult } from '../base/types.js';
+import { CniCode } from '../base/errors.js';
 
 /** The versions knit answers in, oldest first. 0.3.0 and 0.3.1 share 0.4.0's result shape. */
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;

@@ -3,7 +3,7 @@
 // them at once, so one edit-reload cycle fixes a whole file.
 
 import { readFile } from 'node:fs/promises';
-import { KnitError, CniCode } from '../core/errors.js';
+import { KnitError, CniCode } from '../base/errors.js';
 import { crossCheck, type ConfigIssue } from './checks.js';
 import { ConfigSyntaxError, formatKeyPath, parseConfigText as parseText } from './config-text.js';
 import { resolveConfig, type KnitConfig } from './resolve.js';

@@ -4,6 +4,7 @@
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
 import type { RawCni, RawConfig, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
+import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
   subnet: string;
@@ -23,16 +24,6 @@ export interface DnsSettings {
   search: string[];
   options: string[];
   domain?: string;
-}
-
-/** mode "cni": the chain and how to run it (src/cni-exec). */
-export interface CniSettings {
-  /** Inline conflist text (an object in the file is kept as its JSON text). */
-  conflist?: string;
-  conflistFile?: string;
-  pluginDirs: string[];
-  cacheDir: string;
-  timeoutMs: number;
 }
 
 export interface NetworkConfig {
@@ -62,6 +53,7 @@ export interface KnitConfig {
   /** knit-cni's socket and its durable DEL queue (schema.ts). */
   cniSocket: string;
   cniDeleteQueue: string;
+  cniDeleteRetry: { maxAttempts: number; backoffMs: number };
   /** Prefix of alias tags and seed of the reap group: see schema.ts. */
   instance: string;
   /** sysfs for device attachments (schema.ts). */

@@ -130,6 +130,14 @@ export const configSchema = z.strictObject({
   /** Where knit-cni writes DELs while the daemon is down; drained at start-up. Survives reboots
    * of the daemon, so on persistent storage. */
   cniDeleteQueue: absolutePath.default('/var/lib/knit/cni-delete-queue'),
+  /** A queued DEL that fails is retried after backoffMs, doubling, until maxAttempts (the
+   * start-up one included); then it moves to cniDeleteQueue/failed and NodeStatus says so. */
+  cniDeleteRetry: z
+    .strictObject({
+      maxAttempts: z.number().int().min(1).max(100).default(6),
+      backoffMs: z.number().int().min(10).max(3_600_000).default(5_000),
+    })
+    .prefault({}),
   /** Network for interfaces that name none. Default: the first network. */
   defaultNetwork: z.string().optional(),
   /** Names this daemon's objects (alias tags "<instance>:...", its reap group). Keep the

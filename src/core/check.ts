@@ -2,9 +2,10 @@
 // difference in one sentence (CNI CHECK semantics, but with the reason spelled out).
 import type { ActionRunner } from './executor.js';
 import type { SandboxRecord } from './record.js';
-import type { CheckReport } from './types.js';
-import type { AddrInfo, RouteInfo } from '../net/ops.js';
+import type { CheckReport } from '../base/types.js';
+import type { AddrInfo, RouteInfo } from '../base/ops.js';
 import { findLinkIn } from '../net/find-link.js';
+import { podIpsOn } from '../base/handoff.js';
 
 /** The bridge each host end of a bridge-mode network belongs on: host device name -> bridge. */
 function expectedMasters(rec: SandboxRecord, bridgeOf: (network: string) => string | undefined): Map<string, string> {
@@ -45,7 +46,7 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, brid
     }
     if (!ifc.sandbox) continue;
     // A VM guest, not the pod netns, holds these addresses (Kata macvtap, KubeVirt bridge).
-    if ((ifc.handoff as { podIpsOn?: string } | undefined)?.podIpsOn === 'guest') continue;
+    if (podIpsOn(ifc.handoff) === 'guest') continue;
     // No address of its own (the KubeVirt bridge binding's pod NIC, a tap): no L3 in the pod.
     if (!rec.result.ips.some((x) => x.interface === i)) continue;
 

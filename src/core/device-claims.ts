@@ -2,8 +2,8 @@
 // Claims never wait (a wait could deadlock two requests naming two devices in opposite
 // orders): a device another attach is claiming right now is refused, as it would be a moment
 // later by that attach's record.
-import type { Op, OpResult } from '../net/ops.js';
-import type { PrepareContext } from '../../runtimes/types.js';
+import type { Op, OpResult } from '../base/ops.js';
+import type { PrepareContext } from '../base/strategy.js';
 import type { SandboxRecord } from './record.js';
 
 export interface PrepareEnv {

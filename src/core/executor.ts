@@ -1,9 +1,9 @@
 // Runs plans. Consecutive netlink ops for the same netns go to the kernel as one batch (one
 // crossing into the addon, one pool-thread hop); the journal entry covering them was written
 // before the batch started, so a crash anywhere inside it is repaired by the same inverses.
-import type { Op, OpResult } from '../net/ops.js';
-import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from './plan.js';
-import { KnitError, CniCode, asKnitError } from './errors.js';
+import type { Op, OpResult } from '../base/ops.js';
+import { isHostAction, tolerant, type HostAction, type Step, type StepAction } from '../base/plan.js';
+import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 
 export interface ActionRunner {
   /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the
@@ -14,6 +14,8 @@ export interface ActionRunner {
   /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the
    * namespace the plan was made for: a new pod may have been pinned at the same path. */
   netnsUsable(netns: string, expect?: { dev: number; ino: number }): boolean;
+  /** This knit's host-port nft tables in the host netns (src/core/host-ports.ts). */
+  hostPortTables?(): Promise<string[]>;
 }
 
 /** Raised when step `stepIndex` failed; steps before it took effect. */

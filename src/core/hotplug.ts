@@ -3,16 +3,16 @@
 // change (`pending`) and holds the new steps before the first kernel change; a failed add is
 // rolled back; after a crash, start-up takes back an unfinished add and finishes a remove
 // (repairPending). The sandbox's other interfaces are never touched.
-import type { NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
+import type { NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
 import type { ActionRunner, Failpoint } from './executor.js';
 import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
-import { KnitError, CniCode } from './errors.js';
+import { KnitError, CniCode } from '../base/errors.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { composeResult, defaultRouteIndex, freeSlot, planInterfaces } from './interface-plans.js';
-import { withChainParts } from '../cni-exec/steps.js';
-import type { IpamPort, RecordStorePort } from './manager.js';
+import { withChainParts } from './cni-steps.js';
+import type { IpamPort, RecordStorePort } from './ports.js';
 import type { InterfaceAllocation, SandboxRecord } from './record.js';
-import type { AttachResult, InterfaceRequest, RuntimeKind } from './types.js';
+import type { AttachResult, InterfaceRequest, RuntimeKind } from '../base/types.js';
 
 export interface HotplugContext {
   records: RecordStorePort<SandboxRecord>;
@@ -63,7 +63,7 @@ async function planAdd(hc: HotplugContext, rec: SandboxRecord, iface: InterfaceR
   let allocation: InterfaceAllocation;
   try {
     network = hc.network(iface.network, index);
-    allocation = preview ? previewInterface(hc.ipam, rec.sandboxId, iface, network) : allocateInterface(hc.ipam, rec.sandboxId, iface, index, network);
+    allocation = preview ? previewInterface(hc.ipam, rec.sandboxId, iface, index, network) : allocateInterface(hc.ipam, rec.sandboxId, iface, index, network);
   } catch (err) {
     throw asInterfaceField(err, index);
   }

@@ -3,24 +3,11 @@
 // running sandbox, or taken out of it, without rebuilding the others. With several networks,
 // only one interface carries the default route: the one the request marks, else the first
 // (what Multus does with its cluster-default network).
-import type { InterfaceInput, NetworkSpec, PlannedIp, PrepareContext, Strategy } from '../../runtimes/types.js';
-import type { Step } from './plan.js';
+import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy, InterfacePart } from '../base/strategy.js';
+import type { Step } from '../base/plan.js';
 import type { InterfaceAllocation } from './record.js';
-import type { AttachRequest, AttachResult, DnsConfig, InterfaceRequest, ResultInterface, ResultRoute } from './types.js';
-import { KnitError } from './errors.js';
-
-/** One interface's share of a sandbox's result, as its strategy answered it. */
-export interface InterfacePart {
-  ifname: string;
-  interfaces: ResultInterface[];
-  /** `interface` indexes this part's own interfaces. */
-  ips: PlannedIp[];
-  routes: ResultRoute[];
-  /** The network's DNS when the part was planned. */
-  dns?: DnsConfig;
-  /** The interface's device slot (InterfaceInput.slot). Absent: its position at Attach. */
-  slot?: number;
-}
+import type { AttachRequest, AttachResult, DnsConfig, InterfaceRequest } from '../base/types.js';
+import { KnitError } from '../base/errors.js';
 
 /** Index of the interface that gives the sandbox its default route. */
 export function defaultRouteIndex(interfaces: InterfaceRequest[], field = 'interfaces'): number {

@@ -1,84 +1,27 @@
 // The sandbox manager: per-sandbox locks, idempotent attach, plans run under a journal,
-// rollback on failure, detach that answers before the kernel's slow deletes.
+// rollback on failure, detach that answers before the kernel's slow deletes. What it needs from
+// the daemon is in ports.ts; node status, GC and the netns index have files of their own.
 import { EventEmitter } from 'node:events';
-import type { Op, OpResult } from '../net/ops.js';
-import type { NetworkSpec, PrepareContext, Strategy } from '../../runtimes/types.js';
-import { KnitError, CniCode, asKnitError } from './errors.js';
+import type { Op, OpResult } from '../base/ops.js';
+import type { InterfacePart, NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
+import { KnitError, CniCode, asKnitError } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { runSteps, undoSteps, StepFailed, planRunError, type ActionRunner, type Failpoint } from './executor.js';
-import { SANDBOX_RECORD_VERSION, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
+import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
+import { recordVersionFor, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { checkRecord } from './check.js';
-import { sweepLeakedDevices } from './sweep.js';
-import { chainAttachments, checkChains, displaySteps, withChainParts } from '../cni-exec/steps.js';
-import { chainStatus, gcNetwork } from '../cni-exec/network.js';
+import { garbageCollect, type ValidAttachment } from './gc.js';
+import { NetnsIndex } from './netns-index.js';
+import { nodeStatus } from './node-status.js';
+import type { ManagerDeps } from './ports.js';
+import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
+import { checkChains, displaySteps, withChainParts } from './cni-steps.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
 import { addInterface, attachedRequest, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
-  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NetworkStatus, NodeStatus, RuntimeKind, SandboxRecordView, SandboxService, WatchEvent,
-} from './types.js';
-
-export interface RecordStorePort<T> {
-  get(id: string): T | undefined;
-  values(): Iterable<T>;
-  put(id: string, doc: T): Promise<void>;
-  remove(id: string): Promise<void>;
-}
-
-export interface IpamPort {
-  allocate(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
-  /** What allocate would answer, taking nothing (knit plan). */
-  preview(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
-  /** Holds a given address; answers it in canonical text. */
-  reserve(network: string, address: string, owner: string): { address: string };
-  release(owner: string): void;
-  usage(network: string): { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
-}
-
-export interface NetnsPort {
-  /** Throws KnitError INVALID_ARGUMENT naming netns_path when it is not a usable netns. */
-  identify(path: string): NetnsIdentity;
-}
-
-export interface ExtensionsPort {
-  list(): Extension[];
-  register(ext: Extension): Promise<void>;
-  unregister(name: string): Promise<void>;
-  /** Calls every extension of the phase in order; throws when a required one fails. */
-  notify(phase: Extension['phase'], result: AttachResult, req: AttachRequest): Promise<void>;
-  missingRequired(): string[];
-}
-
-export interface ManagerHooks {
-  /** Crash tests: fire before this step of every attach / this inverse of every detach. */
-  attachFailpoint?: Failpoint;
-  detachFailpoint?: Failpoint;
-  /** The same for the steps of every AddInterface / the inverses of every RemoveInterface. */
-  addInterfaceFailpoint?: Failpoint;
-  removeInterfaceFailpoint?: Failpoint;
-  onAttach?(sandboxId: string, ms: number, error?: KnitError): void;
-  onDetach?(sandboxId: string, ms: number, error?: KnitError): void;
-}
-
-export interface ManagerDeps {
-  networks(): Map<string, NetworkSpec>;
-  defaultNetwork(): string;
-  /** Networks whose host side could not be set up, with the reason. */
-  unreadyNetworks(): Map<string, string>;
-  records: RecordStorePort<SandboxRecord>;
-  ipam: IpamPort;
-  runner: ActionRunner;
-  netns: NetnsPort;
-  strategies: Partial<Record<RuntimeKind, Strategy>>;
-  extensions: ExtensionsPort;
-  reaper: { kick(): void };
-  /** VM hand-off by fd: adds fresh one-time tokens to answers; forgets them on detach. */
-  handoff?: { decorate(result: AttachResult): AttachResult; forget(sandboxId: string): void };
-  hooks?: ManagerHooks;
-  /** sysfs root for device attachments (config sysfsRoot; default '/sys'). */
-  sysfsRoot?: () => string;
-}
+  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NodeStatus, SandboxRecordView, SandboxService, WatchEvent,
+} from '../base/types.js';
 
 const sameRequest = (a: AttachRequest, b: AttachRequest) =>
   JSON.stringify({ ...a, labels: {}, annotations: {} }) === JSON.stringify({ ...b, labels: {}, annotations: {} });
@@ -118,22 +61,7 @@ export class SandboxManager implements SandboxService {
         { field: 'sandbox_id' },
       );
     }
-    const strategy = this.deps.strategies[req.runtime];
-    if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces, this.isCniNetwork);
-    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    refuseHostPorts(req, networks[0]);
-
-    const netns = this.deps.netns.identify(req.netnsPath);
-    for (const otherId of this.sandboxesIn(netns)) {
-      const other = this.deps.records.get(otherId);
-      // nsfs inode numbers are reused once a netns is gone: only a live one is a conflict.
-      if (other && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
-        throw new KnitError('FAILED_PRECONDITION', `netns_path: ${req.netnsPath} is already attached as sandbox ${other.sandboxId}`, {
-          field: 'netns_path',
-        });
-      }
-    }
+    const { strategy, networks, publishes, netns } = this.admit(req);
 
     const allocations: InterfaceAllocation[] = [];
     try {
@@ -144,11 +72,62 @@ export class SandboxManager implements SandboxService {
     }
 
     const holds = this.deviceClaims.holds(req.sandboxId, this.prepareEnv());
+    // Claimed until the record (which then holds them) is written or the attach gave up: a
+    // concurrent attach of another sandbox sees them either way.
+    if (publishes) this.hostPortClaims.set(req.sandboxId, req.portMappings);
     try {
       return await this.planAndRun(req, strategy, networks, netns, allocations, holds.ctx);
     } finally {
       holds.release();
+      this.hostPortClaims.delete(req.sandboxId);
     }
+  }
+
+  /**
+   * Everything attach refuses before it takes anything, and all that plan checks: one path, so
+   * a plan answers OK only for a request attach would accept. Synchronous, so nothing another
+   * attach does can come between these checks and attach's allocations.
+   */
+  private admit(req: AttachRequest) {
+    const strategy = this.deps.strategies[req.runtime];
+    if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
+    refuseBandwidth(req.interfaces, this.isCniNetwork);
+    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
+    const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
+    if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
+    // Static addresses as the pools would take them (previewInterface holds nothing).
+    req.interfaces.forEach((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i]));
+
+    const netns = this.deps.netns.identify(req.netnsPath);
+    for (const otherId of this.netnsIndex.sandboxesIn(netns)) {
+      if (otherId === req.sandboxId) continue; // plan of an attached sandbox (attach answers it earlier)
+      const other = this.deps.records.get(otherId);
+      // nsfs inode numbers are reused once a netns is gone: only a live one is a conflict.
+      if (other && this.deps.runner.netnsUsable(other.netns.path, other.netns)) {
+        throw new KnitError('FAILED_PRECONDITION', `netns_path: ${req.netnsPath} is already attached as sandbox ${other.sandboxId}`, {
+          field: 'netns_path',
+        });
+      }
+    }
+    return { strategy, networks, publishes, netns };
+  }
+
+  /** Host ports being attached right now, by sandbox: not yet in a record. */
+  private readonly hostPortClaims = new Map<string, AttachRequest['portMappings']>();
+
+  private *hostPortHolders(): Iterable<{ sandboxId: string; mappings: AttachRequest['portMappings'] }> {
+    for (const [sandboxId, mappings] of this.hostPortClaims) yield { sandboxId, mappings };
+    for (const rec of this.deps.records.values()) yield heldHostPorts(rec);
+  }
+
+  /** route_localnet of a shared device (the bridge) before knit's first host port set it: a
+   * record that already set it knows; otherwise it is the value now. */
+  private async localnetOriginal(device: string): Promise<string> {
+    for (const rec of this.deps.records.values()) {
+      for (const s of rec.steps) if (s.undo?.op === 'localnet.restore' && s.undo.device === device) return s.undo.value;
+    }
+    const [{ value = '0' }] = await this.deps.runner.runOps(undefined, [{ op: 'sysctl.get', key: `net.ipv4.conf.${device}.route_localnet` }]);
+    return value.trim();
   }
 
   private async planAndRun(
@@ -164,11 +143,11 @@ export class SandboxManager implements SandboxService {
     const { steps, result: planned, parts: plannedParts } = built;
     const now = new Date().toISOString();
     const record: SandboxRecord = {
-      version: SANDBOX_RECORD_VERSION, sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
+      version: recordVersionFor(steps), sandboxId: req.sandboxId, state: 'attaching', request: req, netns, allocations, steps, result: planned, parts: plannedParts, createdAt: now, updatedAt: now,
     };
     try {
       await this.deps.records.put(req.sandboxId, record); // the journal entry: written before any kernel change
-      this.indexNetns(record, true);
+      this.netnsIndex.update(record, true);
     } catch (err) {
       releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
       throw new KnitError('INTERNAL', `cannot write the record of sandbox ${req.sandboxId}: ${(err as Error).message}`, { cniCode: CniCode.ioFailure });
@@ -203,27 +182,8 @@ export class SandboxManager implements SandboxService {
     return result;
   }
 
-  /** Sandbox ids by their netns identity, so the conflict check costs the same with 10 records
-   * or 10,000. Built from the records on first use, then kept in step with every write. */
-  private netnsIndex?: Map<string, Set<string>>;
-
-  private sandboxesIn(id: { dev: number; ino: number }): Iterable<string> {
-    if (!this.netnsIndex) {
-      this.netnsIndex = new Map();
-      for (const r of this.deps.records.values()) this.indexNetns(r, true);
-    }
-    return this.netnsIndex.get(`${id.dev}:${id.ino}`) ?? [];
-  }
-
-  private indexNetns(rec: SandboxRecord, present: boolean): void {
-    if (!this.netnsIndex) return; // built lazily from the records, which already say it
-    const key = `${rec.netns.dev}:${rec.netns.ino}`;
-    const ids = this.netnsIndex.get(key) ?? new Set<string>();
-    if (present) ids.add(rec.sandboxId);
-    else ids.delete(rec.sandboxId);
-    if (ids.size) this.netnsIndex.set(key, ids);
-    else this.netnsIndex.delete(key);
-  }
+  /** Sandbox ids by their netns identity (netns-index.ts). */
+  private readonly netnsIndex = new NetnsIndex(() => this.deps.records.values());
 
   private readonly bridgeOf = (network: string) => {
     const net = this.deps.networks().get(network);
@@ -250,7 +210,21 @@ export class SandboxManager implements SandboxService {
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
     const dflt = defaultRouteIndex(req.interfaces);
     const { steps, parts } = await planInterfaces(strategy, req, req.interfaces.map((_, i) => i), networks, allocations, ctx, dflt);
+    if (publishesHostPorts(req, networks[dflt])) steps.push(...(await this.planHostPorts(req, networks[dflt], allocations[dflt], parts[dflt])));
     return { steps, parts, result: composeResult(req, parts, req.interfaces[dflt].name) };
+  }
+
+  /** Host ports go to the addresses of the interface with the default route (the one a CNI
+   * chain gets them on, and one RemoveInterface never takes away). 127.0.0.1 DNAT leaves by
+   * the bridge, or by the routed pod's own host veth. */
+  private async planHostPorts(req: AttachRequest, network: NetworkSpec, allocation: InterfaceAllocation, part: InterfacePart) {
+    const address = (f: 4 | 6) => allocation.addresses.find((a) => a.family === f)?.address;
+    const hostEnd = part.interfaces.find((i) => !i.sandbox)?.name;
+    const device = network.mode === 'bridge' ? network.bridge! : hostEnd;
+    if (!device) throw KnitError.invalid('port_mappings', `runtime ${req.runtime} leaves no host device on ${network.name} to publish host ports through`);
+    const original = network.mode === 'bridge' ? await this.localnetOriginal(device) : undefined;
+    const hairpinPort = network.mode === 'bridge' && !network.hairpin ? hostEnd : undefined;
+    return planHostPorts({ sandboxId: req.sandboxId, mappings: req.portMappings, pod4: address(4), pod6: address(6), localnet: { device, original }, hairpinPort });
   }
 
   /** Takes back the first `count` steps and everything the record holds. */
@@ -264,7 +238,7 @@ export class SandboxManager implements SandboxService {
     }
     releaseInterfaces(this.deps.ipam, record.sandboxId, record.allocations);
     await this.deps.records.remove(record.sandboxId);
-    this.indexNetns(record, false);
+    this.netnsIndex.update(record, false);
   }
 
   // ---- interfaces added to and removed from an attached sandbox ----------------------
@@ -338,7 +312,7 @@ export class SandboxManager implements SandboxService {
     }
     releaseInterfaces(this.deps.ipam, sandboxId, record.allocations);
     await this.deps.records.remove(sandboxId);
-    this.indexNetns(record, false);
+    this.netnsIndex.update(record, false);
     this.deps.handoff?.forget(sandboxId);
     this.events.emit('event', { type: 'detach', sandboxId } satisfies WatchEvent);
   }
@@ -354,7 +328,7 @@ export class SandboxManager implements SandboxService {
   private async compare(record: SandboxRecord): Promise<CheckReport> {
     const report = await checkRecord(record, this.deps.runner, this.bridgeOf);
     if (record.state !== 'attached') return report;
-    const differences = [...report.differences, ...(await checkChains(record.steps))];
+    const differences = [...report.differences, ...(await checkHostPorts(record, this.deps.runner)), ...(await checkChains(record.steps))];
     return { ok: differences.length === 0, differences };
   }
 
@@ -369,102 +343,21 @@ export class SandboxManager implements SandboxService {
     return [...this.deps.records.values()].map(view);
   }
 
-  async nodeStatus(): Promise<NodeStatus> {
-    const unready = new Map(this.deps.unreadyNetworks());
-    const networks: NetworkStatus[] = [];
-    for (const n of this.deps.networks().values()) {
-      const pools = n.mode === 'cni' ? [] : this.deps.ipam.usage(n.name);
-      let cniStatus: string | undefined;
-      if (n.mode === 'cni' && !unready.has(n.name)) {
-        const s = await chainStatus(n);
-        cniStatus = s.status;
-        if (s.problem) unready.set(n.name, `CNI STATUS: ${s.problem}`);
-      }
-      networks.push({ name: n.name, mode: n.mode, ready: !unready.has(n.name), pools, ...(cniStatus && { cniStatus }) });
-    }
-    const missing = this.deps.extensions.missingRequired();
-    const reasons = [
-      ...[...unready].map(([n, why]) => `network ${n}: ${why}`),
-      ...missing.map((m) => `required extension ${m} is not registered`),
-    ];
-    const exhausted = networks.flatMap((n) => n.pools.filter((p) => p.free === 0).map((p) => `${n.name} ${p.subnet}`));
-    return {
-      ready: reasons.length === 0,
-      reason: reasons.length ? 'NetworkPluginNotReady' : '',
-      message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`)].join('; '),
-      schedulable: exhausted.length === 0,
-      networks,
-      sandboxes: [...this.deps.records.values()].filter((r) => r.state === 'attached').length,
-    };
+  nodeStatus(): Promise<NodeStatus> {
+    return nodeStatus(this.deps);
   }
 
-  async garbageCollect(valid: { sandboxId: string; interface?: string }[]) {
-    const keep = new Set(valid.map((v) => v.sandboxId));
-    const removed: string[] = [];
-    const errors: string[] = [];
-    for (const rec of [...this.deps.records.values()]) {
-      if (keep.has(rec.sandboxId)) {
-        await this.collectInterfaces(rec, valid, removed, errors);
-        continue;
-      }
-      try {
-        await this.detach(rec.sandboxId);
-        removed.push(`sandbox ${rec.sandboxId}`);
-      } catch (err) {
-        errors.push(`sandbox ${rec.sandboxId}: ${(err as Error).message}`);
-      }
-    }
-    for (const net of this.deps.networks().values()) {
-      if (net.mode !== 'cni') continue;
-      try {
-        const gc = await gcNetwork(net, chainAttachments(this.deps.records.values(), net.name));
-        removed.push(...gc.deleted.map((a) => `CNI attachment ${a} of network ${net.name} (cached, held by no record)`));
-        errors.push(...gc.errors.map((e) => `CNI GC of network ${net.name}: ${e}`));
-      } catch (err) {
-        errors.push(`CNI GC of network ${net.name}: ${(err as Error).message}`);
-      }
-    }
-    try {
-      const leaked = await sweepLeakedDevices(this.deps.runner, this.deps.records.values());
-      removed.push(...leaked.map((name) => `device ${name} (tagged by knit, owned by no record)`));
-      this.deps.reaper.kick();
-    } catch (err) {
-      errors.push(`device sweep: ${(err as Error).message}`);
-    }
-    return { removed, errors };
-  }
-
-  /** CNI GC names valid attachments by (sandbox, interface): a kept sandbox's interfaces that
-   * no entry names go, unless an entry keeps the whole sandbox. The default-route interface
-   * goes only with the sandbox. */
-  private async collectInterfaces(rec: SandboxRecord, valid: { sandboxId: string; interface?: string }[], removed: string[], errors: string[]) {
-    const mine = valid.filter((v) => v.sandboxId === rec.sandboxId);
-    if (mine.some((v) => !v.interface) || rec.state !== 'attached' || !rec.parts) return;
-    const named = new Set(mine.map((v) => v.interface));
-    const dflt = rec.request.interfaces[defaultRouteIndex(rec.request.interfaces)].name;
-    for (const ifc of rec.request.interfaces) {
-      if (named.has(ifc.name)) continue;
-      if (ifc.name === dflt) {
-        errors.push(`sandbox ${rec.sandboxId} interface ${ifc.name}: kept, it carries the default route of a sandbox with valid interfaces`);
-        continue;
-      }
-      try {
-        await this.removeInterface(rec.sandboxId, ifc.name);
-        removed.push(`sandbox ${rec.sandboxId} interface ${ifc.name}`);
-      } catch (err) {
-        errors.push(`sandbox ${rec.sandboxId} interface ${ifc.name}: ${(err as Error).message}`);
-      }
-    }
+  garbageCollect(valid: ValidAttachment[]) {
+    return garbageCollect(
+      { ...this.deps, detach: (id: string) => this.detach(id), removeInterface: (id: string, name: string) => this.removeInterface(id, name) },
+      valid,
+    );
   }
 
   async plan(req: AttachRequest) {
-    const strategy = this.deps.strategies[req.runtime];
-    if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces, this.isCniNetwork);
-    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
-    refuseHostPorts(req, networks[0]);
+    const { strategy, networks } = this.admit(req);
     // Show the addresses the pools would hand out next, without taking them.
-    const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, networks[i]));
+    const allocations = req.interfaces.map((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i]));
     const { steps } = await this.buildPlan(strategy, req, networks, allocations, this.deviceClaims.holds(req.sandboxId, this.prepareEnv(), true).ctx);
     return { steps: displaySteps(steps) };
   }
@@ -496,14 +389,10 @@ function view(r: SandboxRecord): SandboxRecordView {
 
 export type { Op, OpResult };
 
-/** Host ports are published by a CNI network's chain (its portmap plugin); knit's own bridge and
- * routed networks do not publish them yet: say so instead of ignoring them. A mapping without a
- * host port only declares the container port and needs nothing. */
-function refuseHostPorts(req: AttachRequest, network: NetworkSpec): void {
-  const index = req.portMappings.findIndex((p) => p.hostPort);
-  if (index < 0 || network.mode === 'cni') return;
-  const field = `port_mappings[${index}].host_port`;
-  throw new KnitError('UNIMPLEMENTED', `${field}: host ports on ${network.mode} network ${network.name} are not published by this knit yet (a CNI network with portmap publishes them)`, { field });
+/** Host ports on knit's own networks are knit's to publish (src/core/host-ports.ts); a CNI
+ * network's chain publishes them with its portmap plugin. */
+function publishesHostPorts(req: AttachRequest, network: NetworkSpec): boolean {
+  return network.mode !== 'cni' && publishedPorts(req.portMappings).length > 0;
 }
 
 /** Bandwidth limits on knit's own networks are accepted by the API but not yet enforced: say so

@@ -3,8 +3,8 @@
 // (no alias tag) is left alone and the network reported not ready, with the reason. A CNI
 // network has no host side of knit's: its plugins must exist and speak the list's version.
 import type { ActionRunner } from './executor.js';
-import type { NetworkSpec } from '../../runtimes/types.js';
-import { gatewayMac, networkAliasTag } from './names.js';
+import type { NetworkSpec } from '../base/strategy.js';
+import { gatewayMac, networkAliasTag } from '../base/names.js';
 import { ensureChain } from '../cni-exec/network.js';
 
 const prefixOf = (cidr: string) => cidr.split('/')[1];

@@ -2,7 +2,7 @@
 // (~20 ms); one RTM_DELLINK for a whole link group pays it once for every device in it.
 // Detach and rollback only move devices into the reap group (microseconds) and kick the reaper.
 import type { ActionRunner } from './executor.js';
-import { reapGroup } from './names.js';
+import { reapGroup } from '../base/names.js';
 
 export class Reaper {
   private timer?: NodeJS.Timeout;

@@ -1,10 +1,10 @@
 // The durable record of one sandbox: the request, the addresses it holds, the plan, and how
 // far it got. Written (fsync'd) before the first kernel change and at each state change, it
 // is the journal recovery works from, and the source IPAM is rebuilt from at start-up.
-import type { Step } from './plan.js';
-import type { AttachRequest, AttachResult, AttachmentState } from './types.js';
-import type { Allocation } from '../../runtimes/types.js';
-import type { InterfacePart } from './interface-plans.js';
+import type { Step } from '../base/plan.js';
+import type { AttachRequest, AttachResult, AttachmentState } from '../base/types.js';
+import type { Allocation } from '../base/strategy.js';
+import type { InterfacePart } from '../base/strategy.js';
 
 export interface NetnsIdentity { path: string; dev: number; ino: number }
 
@@ -16,13 +16,22 @@ export interface InterfaceAllocation {
   static: boolean;
 }
 
-/** The sandbox record format this knit writes and the newest it reads. Bump it when a change
- * would make an older knit misread a record; the store then refuses the older knit's start
- * over newer records (see OpenOptions.formatVersion) instead of half-reading them. */
-export const SANDBOX_RECORD_VERSION = 1;
+/** The newest sandbox record format this knit reads and writes. Bump it when a change would
+ * make an older knit misread a record; the store then refuses the older knit's start over
+ * newer records (see OpenOptions.formatVersion) instead of half-reading them.
+ * 2: a plan may hold host-port actions (conntrack.flush, localnet.restore) that a knit of
+ * format 1 cannot run. */
+export const SANDBOX_RECORD_VERSION = 2;
+
+/** The oldest format that can hold these steps: a record without host ports stays 1, so a
+ * downgrade is refused only while sandboxes with host ports are attached. */
+export function recordVersionFor(steps: Step[]): 1 | 2 {
+  const newer = (a?: Step['do']) => a?.op === 'conntrack.flush' || a?.op === 'localnet.restore';
+  return steps.some((s) => newer(s.do) || newer(s.undo)) ? 2 : 1;
+}
 
 export interface SandboxRecord {
-  version: typeof SANDBOX_RECORD_VERSION;
+  version: 1 | 2;
   sandboxId: string;
   state: Exclude<AttachmentState, 'failed'>;
   request: AttachRequest;

@@ -4,9 +4,9 @@
 import type { ActionRunner } from './executor.js';
 import { undoSteps } from './executor.js';
 import { reserveFromRecord } from './addresses.js';
-import type { IpamPort, RecordStorePort } from './manager.js';
+import type { IpamPort, RecordStorePort } from './ports.js';
 import type { SandboxRecord } from './record.js';
-import { sweepLeakedDevices } from './sweep.js';
+import { sweepLeakedDevices, sweepLeakedHostPortTables } from './gc.js';
 import type { Reaper } from './reaper.js';
 import { repairPending } from './hotplug.js';
 
@@ -17,11 +17,13 @@ export interface RecoveryReport {
   /** sandbox/interface whose unfinished add was taken back or remove finished. */
   repairedInterfaces: string[];
   leakedDevices: string[];
+  /** Host-port nft tables no record owns. */
+  leakedTables: string[];
   errors: string[];
 }
 
 export async function recover(records: RecordStorePort<SandboxRecord>, ipam: IpamPort, runner: ActionRunner, reaper: Reaper): Promise<RecoveryReport> {
-  const report: RecoveryReport = { rolledBack: [], completedDetach: [], kept: [], repairedInterfaces: [], leakedDevices: [], errors: [] };
+  const report: RecoveryReport = { rolledBack: [], completedDetach: [], kept: [], repairedInterfaces: [], leakedDevices: [], leakedTables: [], errors: [] };
   for (let rec of [...records.values()]) {
     if (rec.state === 'attached' && rec.pending) {
       // An AddInterface or RemoveInterface was cut short: both end with the interface gone.
@@ -57,6 +59,7 @@ export async function recover(records: RecordStorePort<SandboxRecord>, ipam: Ipa
     (rec.state === 'attaching' ? report.rolledBack : report.completedDetach).push(rec.sandboxId);
   }
   report.leakedDevices = await sweepLeakedDevices(runner, records.values());
+  report.leakedTables = await sweepLeakedHostPortTables(runner, records.values());
   await reaper.reapNow();
   return report;
 }

@@ -5,13 +5,13 @@
 // The host handle lives as long as the runner; a sandbox netns gets a handle for one batch
 // only, because an open netlink socket pins its namespace, and a cached one would keep a
 // deleted pod's netns alive (and answer for it if a new pod were pinned at the same path).
-import type { HostAction, Op, OpResult } from '../net/ops.js';
+import type { HostAction, Op, OpResult } from '../base/ops.js';
 import { NetHandle } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
-import { runHostAction } from './host-actions.js';
+import { ownHostPortTables, runHostAction } from './host-actions.js';
 import type { CniHooks } from '../cni-exec/action.js';
 
-export class PlanRunner {
+export class DaemonActionRunner {
   private host?: NetHandle;
 
   /** cni: where CNI plugins' stderr goes (knit's log, with the sandbox id), and the crash
@@ -43,6 +43,10 @@ export class PlanRunner {
     } catch {
       return false;
     }
+  }
+
+  hostPortTables(): Promise<string[]> {
+    return ownHostPortTables();
   }
 
   close(): void {

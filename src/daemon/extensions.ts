@@ -1,8 +1,8 @@
 // Registered extensions (the KEP's service-mesh hook): durable across restarts, called in
 // order for their phase with the full result. A required extension's failure fails the attach.
-import type { AttachRequest, AttachResult, Extension } from '../core/types.js';
-import type { ExtensionsPort, RecordStorePort } from '../core/manager.js';
-import { KnitError } from '../core/errors.js';
+import type { AttachRequest, AttachResult, Extension } from '../base/types.js';
+import type { ExtensionsPort, RecordStorePort } from '../core/ports.js';
+import { KnitError } from '../base/errors.js';
 
 export type ExtensionCall = (ext: Extension, phase: Extension['phase'], result: AttachResult, req: AttachRequest) => Promise<void>;
 

@@ -4,7 +4,7 @@
 // removeif:<n> do the same for AddInterface's steps and RemoveInterface's inverses. cni:<n>
 // kills it inside a CNI chain's ADD, just before plugin n runs (after plugins 0..n-1 made
 // their changes). Off unless set.
-import type { ManagerHooks } from '../core/manager.js';
+import type { ManagerHooks } from '../core/ports.js';
 
 const HOOKS = {
   attach: 'attachFailpoint',

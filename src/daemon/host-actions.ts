@@ -1,33 +1,70 @@
 // The few changes that are not rtnetlink: nftables tables (through nft(8), run inside the
-// target netns by nsenter — a child process, so no thread of ours changes namespace) and
-// files a launcher reads, and CNI plugin chains (src/cni-exec).
+// target netns by nsenter — a child process, so no thread of ours changes namespace), files a
+// launcher reads, CNI plugin chains (src/cni-exec), and for host ports conntrack flushes
+// (conntrack(8)) and giving a device's route_localnet back.
 import { execFile } from 'node:child_process';
-import { unlink } from 'node:fs/promises';
-import type { HostAction, OpResult } from '../net/ops.js';
+import { unlink, writeFile } from 'node:fs/promises';
+import type { ConntrackFlushAction, HostAction, LocalnetRestoreAction, OpResult } from '../base/ops.js';
 import { atomicWriteFile } from '../store/atomic.js';
 import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
 import { withHandle } from '../net/handle.js';
 import { runCniAction, type CniHooks } from '../cni-exec/action.js';
-
+import { isOwnHostPortTable } from '../base/names.js';
 
 // Absolute paths: under npm, PATH starts with node_modules/.bin, where "nft" is an unrelated
 // JavaScript tool (@vercel/nft, pulled in by ava) that would "succeed" without touching nftables.
 const NFT = '/usr/sbin/nft';
 const NSENTER = '/usr/bin/nsenter';
+const CONNTRACK = '/usr/sbin/conntrack';
 
 function nftCommand(netns: string | undefined, args: string[]): [string, string[]] {
   return netns ? [NSENTER, [`--net=${netns}`, NFT, ...args]] : [NFT, args];
 }
 
-async function nft(netns: string | undefined, args: string[], input?: string): Promise<void> {
+async function nft(netns: string | undefined, args: string[], input?: string): Promise<string> {
   const [cmd, argv] = nftCommand(netns, args);
-  await new Promise<void>((resolve, reject) => {
-    const child = execFile(cmd, argv, (err, _stdout, stderr) => {
+  return new Promise<string>((resolve, reject) => {
+    const child = execFile(cmd, argv, { maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
       if (err) reject(Object.assign(new Error(`nft ${args.join(' ')}${netns ? ` in netns ${netns}` : ''}: ${stderr.trim() || err.message}`), { code: 'ENFT' }));
-      else resolve();
+      else resolve(stdout);
     });
+    // nft exits without reading stdin when it needs none; the exit status tells what happened.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(input ?? '');
   });
+}
+
+/** This knit's host-port tables in the daemon's netns. */
+export async function ownHostPortTables(): Promise<string[]> {
+  const listed = JSON.parse(await nft(undefined, ['-j', 'list', 'tables', 'inet'])) as { nftables: { table?: { name: string } }[] };
+  return listed.nftables.flatMap(({ table }) => (table && isOwnHostPortTable(table.name) ? [table.name] : []));
+}
+
+/** Whether one of this knit's host-port tables holds a chain of this name. */
+async function ownChainExists(name: string): Promise<boolean> {
+  const listed = JSON.parse(await nft(undefined, ['-j', 'list', 'chains', 'inet'])) as { nftables: { chain?: { table: string; name: string } }[] };
+  return listed.nftables.some(({ chain }) => chain?.name === name && isOwnHostPortTable(chain.table));
+}
+
+/** `conntrack -D`; conntrack(8) exits 1 when it deleted nothing, which is the same outcome. */
+function flushConntrack(a: ConntrackFlushAction): Promise<void> {
+  const args = ['-D', '-f', a.family === 4 ? 'ipv4' : 'ipv6', '-p', a.protocol, '--orig-port-dst', String(a.port), ...(a.replySrc ? ['--reply-src', a.replySrc] : [])];
+  return new Promise((resolve, reject) => {
+    execFile(CONNTRACK, args, (err, _stdout, stderr) => {
+      if (!err || /0 flow entries have been deleted/.test(stderr)) resolve();
+      else reject(new Error(`conntrack ${args.join(' ')}: ${stderr.trim() || err.message}`));
+    });
+  });
+}
+
+/** Gives a device's route_localnet back, once no host-port table of this knit guards it. */
+async function restoreLocalnet(a: LocalnetRestoreAction): Promise<void> {
+  if (await ownChainExists(a.guardChain)) return; // another sandbox still needs it
+  try {
+    await writeFile(`/proc/sys/net/ipv4/conf/${a.device}/route_localnet`, a.value);
+  } catch (err) {
+    if (!(a.ignoreMissing && (err as NodeJS.ErrnoException).code === 'ENOENT')) throw err;
+  }
 }
 
 export async function runHostAction(netns: string | undefined, a: HostAction, cni?: CniHooks): Promise<OpResult | void> {
@@ -37,7 +74,12 @@ export async function runHostAction(netns: string | undefined, a: HostAction, cn
       return runCniAction(a, cni);
     case 'nft.apply':
       // The table is created and filled in one transaction: nft -f applies a file atomically.
-      return nft(netns, ['-f', '-'], `table ${a.family} ${a.table}\ndelete table ${a.family} ${a.table}\n${a.ruleset}\n`);
+      await nft(netns, ['-f', '-'], `table ${a.family} ${a.table}\ndelete table ${a.family} ${a.table}\n${a.ruleset}\n`);
+      return;
+    case 'conntrack.flush':
+      return flushConntrack(a);
+    case 'localnet.restore':
+      return restoreLocalnet(a);
     case 'nft.delete':
       try {
         await nft(netns, ['delete', 'table', a.family, a.table]);

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { RecordStore } from '../store/index.js';
 import { createNetns, deleteNetns } from '../net/netns.js';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 interface Pinned {
   path: string;

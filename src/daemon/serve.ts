@@ -8,28 +8,31 @@ import pino from 'pino';
 import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
-import { PlanRunner } from './action-runner.js';
+import { DaemonActionRunner } from './action-runner.js';
 import { peerCred } from '../net/peercred.js';
-import { SandboxManager, type ManagerHooks } from '../core/manager.js';
+import { SandboxManager } from '../core/manager.js';
+import type { ManagerHooks } from '../core/ports.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { ensureNetwork, removeNetwork } from '../core/networks.js';
-import { setInstance } from '../core/names.js';
+import { setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
-import type { Extension } from '../core/types.js';
+import type { Extension } from '../base/types.js';
 import { startApiServer } from '../api/server.js';
 import { callExtension } from '../api/extension-client.js';
 import { strategies } from '../../runtimes/index.js';
-import type { NetworkSpec } from '../../runtimes/types.js';
+import type { NetworkSpec } from '../base/strategy.js';
 import { ExtensionRegistry } from './extensions.js';
 import { KnitMetrics, startMetricsServer } from './metrics.js';
 import { failpointsFromEnv } from './failpoints.js';
 import { NetnsChecker } from './netns-checker.js';
 import { PinnedNetns } from './pinned-netns.js';
-import { HandoffTokens, startHandoffServer } from './handoff.js';
+import { HandoffTokens, startHandoffServer } from './tap-fd-server.js';
 import { publishLinkEvents } from './link-events.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
-import { drainDeleteQueue, startCniServer } from '../cni-frontend/server.js';
+import { answer, startCniServer } from '../cni-frontend/server.js';
+import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
+import { installProblems, installRecordPath } from '../cni-frontend/install.js';
 import { makePeerGate } from '../api/peer-gate.js';
 
 export interface ServeOptions {
@@ -37,7 +40,7 @@ export interface ServeOptions {
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -66,7 +69,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
   const { beforeCniAdd, ...planFailpoints } = failpointsFromEnv(process.env, log);
-  const runner = new PlanRunner({
+  const runner = new DaemonActionRunner({
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
     beforeAdd: beforeCniAdd,
   });
@@ -109,6 +112,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   const tokens = new HandoffTokens(config.handoffSocket);
   const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions, (f) => log.warn(f, 'extension call failed'));
+  let cniDeletes: DeleteQueue | undefined; // made once the CNI frontend exists, below
+  const cniDeleteConditions = async () => {
+    const failed = cniDeletes?.failedFiles() ?? [];
+    return failed.length ? [`CNI delete queue: ${failed.length} queued DEL(s) gave up (${path.join(config.cniDeleteQueue, FAILED_DIR)})`] : [];
+  };
   const manager = new SandboxManager({
     networks: () => specs,
     defaultNetwork: () => config.defaultNetwork,
@@ -123,6 +131,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     handoff: tokens,
     hooks,
     sysfsRoot: () => config.sysfsRoot,
+    conditions: cniDeleteConditions,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
   // The pools IPAM has now: a config reload adds and removes networks.
@@ -133,8 +142,17 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const stopLinkEvents = publishLinkEvents(manager, records, log);
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
-  const cniFrontend = new CniFrontend(manager);
-  const drained = await drainDeleteQueue(config.cniDeleteQueue, cniFrontend, log);
+  const installRecord = installRecordPath(config.stateDir);
+  const cniFrontend = new CniFrontend(manager, { installProblems: () => installProblems(installRecord) });
+  cniDeletes = new DeleteQueue({
+    dir: config.cniDeleteQueue,
+    run: (request) => answer(cniFrontend, request),
+    log,
+    ...config.cniDeleteRetry,
+    onFailed: () => metrics.cniDeletesFailed.inc(),
+  });
+  const drained = await cniDeletes.drain();
+  metrics.cniDeletesFailedPending.set({}, () => cniDeletes?.failedFiles().length ?? 0);
   if (drained.done || drained.failed) log.info(drained, 'queued CNI deletes carried out');
   const cni = await startCniServer({
     socketPath: config.cniSocket,
@@ -197,6 +215,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.exit(1);
   }, STOP_DEADLINE_MS).unref();
   stopWatch();
+  cniDeletes.stop();
   stopLinkEvents();
   await api.close();
   await handoff.close();

@@ -1,10 +1,10 @@
-// The device actions of a plan (src/net/ops.ts DeviceAction), run by src/daemon/host-actions.ts:
+// The device actions of a plan (src/base/ops.ts DeviceAction), run by src/daemon/host-actions.ts:
 // what a device attach needs besides rtnetlink ops — sysfs writes (VFIO), reads that must be
 // answered at run time (which netdev a PCI function has now), the PF's VF MAC read-back, and
 // RDMA moves. Netlink and sysfs come in through `env`, so this file opens no socket itself and
 // tests can hand it a simulated sysfs (test/fixtures/fake-sysfs.ts).
-import { KnitError } from '../core/errors.js';
-import type { DeviceAction, DeviceReturnAction, LinkInfo, LinkSetOp, Op, OpResult } from '../net/ops.js';
+import { KnitError } from '../base/errors.js';
+import type { DeviceAction, DeviceReturnAction, LinkInfo, LinkSetOp, Op, OpResult } from '../base/ops.js';
 import { findLinkIn } from '../net/find-link.js';
 import { rdmaMove, rdmaPresent } from './rdma.js';
 import { Sysfs } from './sysfs.js';

@@ -8,8 +8,8 @@
 // Only the PF fields a request changed are restored (sriov-cni does the same: resetting a field
 // nobody set can fail on drivers that do not support it). Reset the PF side before the netdev:
 // some drivers refuse netdev changes on an untrusted VF.
-import { KnitError } from '../core/errors.js';
-import type { LinkGetOp, LinkInfo, LinkSetOp, VfInfo, VfSetOp } from '../net/ops.js';
+import { KnitError } from '../base/errors.js';
+import type { LinkGetOp, LinkInfo, LinkSetOp, VfInfo, VfSetOp } from '../base/ops.js';
 import type { PciNetDevice, RdmaNetnsMode } from './inventory.js';
 import type { DeviceParameters } from './params.js';
 

@@ -8,7 +8,7 @@
 // does not silently drop a setting. Errors name the field: `parameters.routes[1].gw: ...`.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 export type AttachMode = 'netdev' | 'vfio';
 export type VlanProto = '802.1Q' | '802.1ad';

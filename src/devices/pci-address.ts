@@ -2,7 +2,7 @@
 // them. A DRA device name must be a DNS label, so "0000:3b:02.1" is published as
 // "pci-0000-3b-02-1"; the mapping is reversible, so a claim's device name leads straight back
 // to the sysfs directory without scanning the inventory.
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 const BDF = /^([0-9a-f]{4}):([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$/i;
 const SHORT_BDF = /^([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$/i;

@@ -9,7 +9,7 @@
 // /proc/<pid>/ns/net). Paths are resolved by the kernel, so this needs /var/run/netns to exist.
 import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 // Absolute paths, as for nft: npm puts node_modules/.bin first in PATH.
 const RDMA = '/usr/bin/rdma';

@@ -6,7 +6,7 @@
 // Resolution reads only that device's sysfs directory (no inventory scan on the attach path);
 // a DRA device name decodes back to its BDF (pci-address.ts).
 import path from 'node:path';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 import { describeDevice, isNetworkClass, type PciNetDevice } from './inventory.js';
 import { parseDeviceParameters, type DeviceParameters } from './params.js';
 import { bdfFromDraDeviceName, normalizeBdf } from './pci-address.js';

@@ -2,6 +2,7 @@
 // one code path (a v6 address does not fit in a double). Parsers are strict: the text is
 // config or API input, and an ambiguous form (octal-looking "010.0.0.1", a zone id) is
 // rejected rather than guessed at.
+import { quote } from '../base/errors.js';
 
 export type IpFamily = 4 | 6;
 
@@ -23,7 +24,7 @@ export const familyBits = (family: IpFamily): number => (family === 4 ? 32 : 128
 
 export class IpParseError extends Error {
   constructor(readonly input: string, what: string) {
-    super(`${JSON.stringify(input)} is not a valid ${what}`);
+    super(`${quote(input)} is not a valid ${what}`);
     this.name = 'IpParseError';
   }
 }

@@ -8,7 +8,7 @@
 // reserve()s every address the records hold. The records are the single source of truth; a
 // second copy here could only disagree with them after a crash.
 
-import { KnitError } from '../core/errors.js';
+import { KnitError, quote } from '../base/errors.js';
 import { Pool, type PoolConfig, type PoolUsage } from './pool.js';
 import { parseIp, tryParseIp, type IpAddress, type IpFamily } from './ip.js';
 
@@ -54,14 +54,26 @@ export class Ipam {
   /** Hold a specific address (a static IP, or one read back from a record at start-up).
    * Accepts "10.0.0.5" or "10.0.0.5/24" (the prefix is ignored: the pool's subnet decides). */
   reserve(network: string, address: string, owner: string): Allocation {
+    const { pool, ip } = this.poolFor(network, address);
+    pool.reserve(ip.value, owner);
+    return describe(pool, ip.value, owner);
+  }
+
+  /** Throws what reserve() would, taking nothing (knit plan checks static IPs as attach does). */
+  checkReserve(network: string, address: string, owner: string): void {
+    const { pool, ip } = this.poolFor(network, address);
+    const problem = pool.reserveProblem(ip.value, owner);
+    if (problem instanceof KnitError) throw problem;
+  }
+
+  private poolFor(network: string, address: string) {
     const ip = bareAddress(address);
     const pool = this.pools.get(network)?.[ip.family];
     if (!pool) {
       this.networkPools(network); // NOT_FOUND for an unknown network
       throw KnitError.invalid('address', `${address} is IPv${ip.family}, and network "${network}" has no IPv${ip.family} pool`);
     }
-    pool.reserve(ip.value, owner);
-    return describe(pool, ip.value, owner);
+    return { pool, ip };
   }
 
   /** Give back everything owner holds, in every network. */
@@ -199,6 +211,6 @@ function describe(pool: Pool, addr: bigint, owner: string): Allocation {
 function bareAddress(address: string): IpAddress {
   const slash = address.indexOf('/');
   const ip = tryParseIp(slash < 0 ? address : address.slice(0, slash));
-  if (!ip) throw KnitError.invalid('address', `${JSON.stringify(address)} is not an IP address`);
+  if (!ip) throw KnitError.invalid('address', `${quote(address)} is not an IP address`);
   return ip;
 }

@@ -1,7 +1,7 @@
 // One address pool: one network, one family. It knows its subnet, the dynamic range it hands
 // addresses out of, what it must never hand out, and who holds what.
 
-import { CniCode, KnitError } from '../core/errors.js';
+import { CniCode, KnitError } from '../base/errors.js';
 import { Intervals, type Interval } from './intervals.js';
 import { makeOccupancy, type Occupancy } from './occupancy.js';
 import {
@@ -123,25 +123,33 @@ export class Pool {
    * the subnet except the gateway and (v4) the network and broadcast addresses; reserved and
    * out-of-range addresses are allowed, as they are set aside for exactly this. */
   reserve(addr: bigint, owner: string): void {
+    const problem = this.reserveProblem(addr, owner);
+    if (problem === 'held') return;
+    if (problem) throw problem;
+    this.hold(addr, owner);
+  }
+
+  /** Why reserve(addr, owner) would fail; 'held' when owner holds it already. Takes nothing. */
+  reserveProblem(addr: bigint, owner: string): KnitError | 'held' | undefined {
     const text = this.text(addr);
     const holder = this.holders.get(addr);
-    if (holder === owner) return;
+    if (holder === owner) return 'held';
     if (holder !== undefined) {
-      throw new KnitError('ALREADY_EXISTS', `network "${this.network}": ${text} is already held by ${JSON.stringify(holder)}`, {
+      return new KnitError('ALREADY_EXISTS', `network "${this.network}": ${text} is already held by ${JSON.stringify(holder)}`, {
         field: 'address',
       });
     }
     if (!cidrContains(this.subnet, { family: this.family, value: addr })) {
-      throw KnitError.invalid('address', `${text} is outside network "${this.network}" (${formatCidr(this.subnet)})`);
+      return KnitError.invalid('address', `${text} is outside network "${this.network}" (${formatCidr(this.subnet)})`);
     }
     const [usableLo, usableHi] = usableBounds(this.subnet);
     if (addr < usableLo || addr > usableHi) {
-      throw KnitError.invalid('address', `${text} is the ${addr < usableLo ? 'network' : 'broadcast'} address of network "${this.network}"`);
+      return KnitError.invalid('address', `${text} is the ${addr < usableLo ? 'network' : 'broadcast'} address of network "${this.network}"`);
     }
     if (addr === this.gateway) {
-      throw KnitError.invalid('address', `${text} is the gateway of network "${this.network}"`);
+      return KnitError.invalid('address', `${text} is the gateway of network "${this.network}"`);
     }
-    this.hold(addr, owner);
+    return undefined;
   }
 
   /** Give back one address; returns its former owner. */

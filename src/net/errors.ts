@@ -1,7 +1,7 @@
 // Kernel errors as sentences. The addon reports facts (errno, which op of a batch failed, the
 // kernel's extended-ack text, what it was doing); this turns them into what a user reads:
 //   EEXIST creating veth kn1a2b3c4d5e: a link with this name already exists in netns /run/netns/foo
-import type { LinkRef, Op, OpResult } from './ops.js';
+import type { LinkRef, Op, OpResult } from '../base/ops.js';
 
 /** The shape of an error thrown or rejected by the native Handle. */
 export interface NativeOpError extends Error {
@@ -52,7 +52,7 @@ function ref(l: LinkRef | undefined): string {
 }
 
 /** "creating veth kn1a2b3c4d5e" and "veth kn1a2b3c4d5e": what an op does, and to what. */
-export function describeOp(op: Op): { doing: string; object: string } {
+function describeOp(op: Op): { doing: string; object: string } {
   switch (op.op) {
     case 'link.add': {
       const object = `${op.kind} ${op.name}`;

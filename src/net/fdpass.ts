@@ -44,7 +44,7 @@ export function sendFds(socketFd: number, data: Buffer, fds: readonly number[]):
  * socket buffer for up to timeoutMs. The addon duplicates the socket and the fds first, so
  * the caller may close its own copies as soon as this returns.
  */
-export function sendFdsAsync(socketFd: number, data: Buffer, fds: readonly number[], timeoutMs = 5000): Promise<void> {
+function sendFdsAsync(socketFd: number, data: Buffer, fds: readonly number[], timeoutMs = 5000): Promise<void> {
   return native.sendFdsAsync(socketFd, data, [...fds], timeoutMs) as Promise<void>;
 }
 

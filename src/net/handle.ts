@@ -21,7 +21,7 @@
 // The daemon's event loop is never blocked for a kernel wait. While a pool batch is running
 // on a handle, quick batches for that handle go to the pool too: the socket serves one batch
 // at a time, and waiting for it on the JS thread would block the loop after all.
-import type { LinkInfo, Op, OpResult } from './ops.js';
+import type { LinkInfo, Op, OpResult } from '../base/ops.js';
 import { native } from './native.js';
 import { toKernelError } from './errors.js';
 
@@ -47,7 +47,7 @@ const QUICK_OPS: ReadonlySet<Op['op']> = new Set<Op['op']>([
 ]);
 
 /** True when run() would execute this batch on the calling thread. */
-export function isQuickBatch(ops: readonly Op[]): boolean {
+function isQuickBatch(ops: readonly Op[]): boolean {
   return ops.every((o) => QUICK_OPS.has(o?.op));
 }
 

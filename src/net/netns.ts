@@ -128,17 +128,6 @@ export function identifyNetns(file: string, opts: { rejectHost?: boolean } = {})
   return id;
 }
 
-/** True when `file` exists and is a network namespace; false when missing or another kind. */
-export function isNetns(file: string): boolean {
-  try {
-    identifyNetns(file);
-    return true;
-  } catch (err) {
-    if (err instanceof NetnsError && (err.reason === 'missing' || err.reason === 'not-netns')) return false;
-    throw err;
-  }
-}
-
 export function sameNetns(a: NetnsId, b: NetnsId): boolean {
   return a.dev === b.dev && a.ino === b.ino;
 }

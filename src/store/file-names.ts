@@ -4,7 +4,7 @@
 // escaped too, so no id can become ".", "..", or a hidden file. Decoding accepts only the
 // canonical form, so two file names can never claim the same id.
 
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 
 export const RECORD_SUFFIX = '.json';
 /** NAME_MAX (255 bytes) minus the suffix. */

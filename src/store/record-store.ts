@@ -8,7 +8,7 @@
 
 import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { KnitError } from '../core/errors.js';
+import { KnitError } from '../base/errors.js';
 import { atomicWriteFile, atomicWriteFileSync, fsyncDir, onTmpfs, removeFile, removeFileSync, TMP_SUFFIX } from './atomic.js';
 import { fileNameOf, idOfFileName } from './file-names.js';
 

@@ -2,6 +2,8 @@
 // config dir) runs containers on a knit network through knit-cni installed by `knit
 // install-cni`. Each container pings its gateway and the other one; knit lists it; the kernel
 // shows it (`ip -j -d`); `podman rm` leaves nothing (links, pool addresses, records, cache files).
+// `podman run -p` reaches knit's host ports: another machine (a netns wired to the node) gets
+// the container's answer through the host port.
 import test from 'ava';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
@@ -9,6 +11,7 @@ import path from 'node:path';
 import { startDaemon, cleanupDaemon, hostLinks, eventually, CLI, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { ensureBusyboxRootfs } from '../fixtures/runc.js';
+import { forward, remoteClient } from '../helpers/host-port-traffic.js';
 
 const P = uniquePrefix('cpod');
 const SUBNET = '10.171.3.0/24';
@@ -87,4 +90,33 @@ test.serial('podman runs two containers on the knit network through knit-cni; th
   // libcni's cache of results for this network is removed by the DEL podman ran.
   const cache = '/var/lib/cni/results';
   t.deepEqual(existsSync(cache) ? readdirSync(cache).filter((f) => f.startsWith(CNI_NET)) : [], []);
+});
+
+test.serial('podman -p: the client\'s portMappings reach knit\'s Attach; a TCP connection to the host port from another machine is answered by the container; rm leaves no host-port table', async (t) => {
+  const R = uniquePrefix('spod');
+  const remote = remoteClient(R, '10.185.9', 'fd00:185:9::');
+  t.teardown(() => remote.remove());
+  forward(d!.bridge); // the container's answers to another machine leave by the bridge
+  const HOST_PORT = 18185;
+  const page = `hello from ${P}web`;
+  const web = run('-d', '--name', `${P}web`, '-p', `${HOST_PORT}:8080/tcp`, IMAGE, 'sh', '-c', `mkdir -p /www && echo '${page}' > /www/index.html && exec httpd -f -p 8080 -h /www`);
+  t.is(web.code, 0, web.err);
+  const id = web.out;
+  const rec = JSON.parse(knit('query', id, '--json'));
+  const sandbox = rec.sandbox ?? rec;
+  t.deepEqual(
+    sandbox.request.port_mappings.map((m: any) => [m.protocol, Number(m.container_port), Number(m.host_port)]),
+    [['TCP', 8080, HOST_PORT]],
+    'podman\'s -p reached the Attach',
+  );
+  // The kernel: knit's host-port table DNATs the port to the container.
+  const tables = () => JSON.parse(execFileSync('/usr/sbin/nft', ['-j', 'list', 'tables'], { encoding: 'utf8' })).nftables.filter((x: any) => x.table?.name.startsWith(`hostports-knit-${P}`));
+  t.is(tables().length, 1);
+  const get = () =>
+    spawnSync('ip', ['netns', 'exec', remote.ns, '/usr/bin/python3', '-c', `import urllib.request;print(urllib.request.urlopen("http://${remote.node4}:${HOST_PORT}/", timeout=5).read().decode().strip())`], { encoding: 'utf8' });
+  const answer = await eventually(() => { const r = get(); return r.status === 0 && r.stdout.trim(); }, 'httpd in the container answers through the host port', 20_000).catch(() => get().stderr);
+  t.is(answer, page);
+  t.is(podman('rm', '-f', '-t', '0', id).code, 0);
+  t.deepEqual(tables(), [], 'the host-port table is gone with the container');
+  t.not(get().status, 0, 'the host port no longer answers');
 });

@@ -4,7 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
-import { createNetns, deleteNetns, identifyNetns, isHostNetns, isNetns } from '../../src/net/netns.js';
+import { createNetns, deleteNetns, identifyNetns, isHostNetns } from '../../src/net/netns.js';
+import { isNetns } from './net-calls.js';
 import { Monitor } from '../../src/net/monitor.js';
 import { closeFd, replyWithFds, requestFds } from '../../src/net/fdpass.js';
 

@@ -8,7 +8,7 @@ import { closeFd, MAX_FDS_PER_MESSAGE, requestFds } from '../../src/net/fdpass.j
 import { fromStruct, type StructMsg } from '../../src/api/struct.js';
 import { bootGuest, type Guest, type GuestNetConfig } from '../fixtures/qemu.js';
 
-/** The fields of ResultInterface.handoff this launcher reads (runtimes/common/handoff.ts). */
+/** The fields of ResultInterface.handoff this launcher reads (runtimes/common/tap-handoff.ts). */
 export interface Handoff {
   runtime: 'kata' | 'kubevirt';
   model: string;
@@ -26,7 +26,7 @@ export interface Handoff {
     ips: { address: string; family: 4 | 6; gateway?: string }[];
     routes: { dst: string; gateway?: string }[];
   };
-  /** Present when knit hands this tap's fds out (src/daemon/handoff.ts). */
+  /** Present when knit hands this tap's fds out (src/daemon/tap-fd-server.ts). */
   fdSocket?: string;
   token?: string;
   [extra: string]: unknown;

@@ -183,13 +183,13 @@ test.serial('GC removes this network\'s sandboxes missing from the valid list, u
   t.pass();
 });
 
-test.serial('daemon down: STATUS and ADD fail with code 11 naming the socket; DEL is queued durably and done at the next start', async (t) => {
+test.serial('daemon down: STATUS fails with 50 (plugin not available) and ADD with 11 (try again), naming the socket; DEL is queued durably and done at the next start', async (t) => {
   const p = pod(7);
   const add = shim('ADD', { id: p.id, netns: p.path }, conf());
   t.is(add.code, 0, add.raw);
   await d!.stop();
   const status = shim('STATUS', {}, conf());
-  t.is(status.out.code, 11);
+  t.is(status.out.code, 50);
   t.true(status.out.msg.includes(conf().socket));
   const p8 = pod(8);
   t.is(shim('ADD', { id: p8.id, netns: p8.path }, conf()).out.code, 11);

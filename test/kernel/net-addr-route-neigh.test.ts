@@ -2,9 +2,7 @@
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { NetHandle } from '../../src/net/handle.js';
-import { listAddrs } from '../../src/net/addrs.js';
-import { listRoutes } from '../../src/net/routes.js';
-import { listNeighs } from '../../src/net/neigh.js';
+import { listAddrs, listNeighs, listRoutes } from '../helpers/net-calls.js';
 import { addrs, neighs, routes } from '../helpers/observe.js';
 import { makeNetns, uniquePrefix } from '../helpers/names.js';
 

@@ -4,7 +4,7 @@
 import test from 'ava';
 import { NetHandle } from '../../src/net/handle.js';
 import { KernelError } from '../../src/net/errors.js';
-import type { Op } from '../../src/net/ops.js';
+import type { Op } from '../../src/base/ops.js';
 import { link, linkNames } from '../helpers/observe.js';
 import { makeNetns, uniquePrefix } from '../helpers/names.js';
 

@@ -1,7 +1,7 @@
 // Links through the netlink handle, in throwaway netns, checked with `ip -j -d link`.
 import test from 'ava';
 import { NetHandle } from '../../src/net/handle.js';
-import { getLink, findLink, listLinks } from '../../src/net/links.js';
+import { getLink, findLink, listLinks } from '../helpers/net-calls.js';
 import { link, linkNames } from '../helpers/observe.js';
 import { makeNetns, uniquePrefix } from '../helpers/names.js';
 

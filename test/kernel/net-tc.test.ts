@@ -3,7 +3,10 @@
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { NetHandle } from '../../src/net/handle.js';
-import { listFilters, listQdiscs, spliceOps } from '../../src/net/tc.js';
+import { listFilters, listQdiscs } from '../helpers/net-calls.js';
+import { planRedirect } from '../../runtimes/common/tc-redirect.js';
+import { runSteps, undoSteps } from '../../src/core/executor.js';
+import { DaemonActionRunner } from '../../src/daemon/action-runner.js';
 import { filters, link, netlinkRequests, qdiscs } from '../helpers/observe.js';
 import { makeNetns, uniquePrefix } from '../helpers/names.js';
 
@@ -23,9 +26,12 @@ async function setup(t: ExecutionContext, tag: string) {
   return { p, ns, h, veth, tap };
 }
 
-test('spliceOps: ingress qdiscs and u32 match-all redirects both ways, seen by tc -j', async (t) => {
+test('planRedirect (Kata tcfilter), run by the daemon\'s runner: ingress qdiscs and u32 match-all redirects both ways, seen by tc -j; its undo clears the pod device', async (t) => {
   const { ns, h, veth, tap } = await setup(t, 'knta');
-  await h.run(spliceOps(veth, tap));
+  const runner = new DaemonActionRunner();
+  t.teardown(() => runner.close());
+  const steps = planRedirect(ns.path, veth, tap);
+  await runSteps(steps, runner);
   for (const [from, to] of [[veth, tap], [tap, veth]]) {
     const q = qdiscs(ns.name, from).find((x: any) => x.kind === 'ingress');
     t.like(q, { handle: 'ffff:', parent: 'ffff:fff1' });
@@ -39,6 +45,11 @@ test('spliceOps: ingress qdiscs and u32 match-all redirects both ways, seen by t
     t.like(viaKnit[0], { kind: 'u32', protocol: 3, redirectTo: link(ns.name, to).ifindex, prio: f.pref });
     t.like((await listQdiscs(h, from)).find((x) => x.kind === 'ingress'), { handle: 'ffff:', parent: 'ffff:fff1', index: link(ns.name, from).ifindex });
   }
+
+  // The pod device outlives the attachment: its qdisc and filter go (the tap's die with the tap).
+  t.deepEqual(await undoSteps(steps, steps.length, runner, 'undo'), []);
+  t.false(qdiscs(ns.name, veth).some((x: any) => x.kind === 'ingress'));
+  t.deepEqual(await listFilters(h, veth, 'ingress'), []);
 });
 
 test('clsact egress redirect; filter.del and qdisc.del remove them; ignoreMissing skips what is gone', async (t) => {

@@ -5,8 +5,8 @@ import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { NetHandle } from '../../src/net/handle.js';
 import { KernelError } from '../../src/net/errors.js';
-import { listVfs } from '../../src/net/vf.js';
-import type { VfSetOp } from '../../src/net/ops.js';
+import { listVfs } from '../helpers/net-calls.js';
+import type { VfSetOp } from '../../src/base/ops.js';
 import { link, netlinkRequests } from '../helpers/observe.js';
 import { makeNetns, uniquePrefix } from '../helpers/names.js';
 

@@ -2,7 +2,8 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createNetns, deleteNetns, identifyNetns, isHostNetns, isNetns, NetnsError } from '../../src/net/netns.js';
+import { createNetns, deleteNetns, identifyNetns, isHostNetns, NetnsError } from '../../src/net/netns.js';
+import { isNetns } from '../helpers/net-calls.js';
 import { KernelError } from '../../src/net/errors.js';
 import { must, run } from '../fixtures/exec.js';
 import { linkNamesIn, mountinfo, statId, tempRunDir } from '../helpers/ns-fixtures.js';

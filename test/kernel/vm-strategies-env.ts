@@ -5,14 +5,14 @@ import type { ExecutionContext } from 'ava';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { PlanRunner } from '../../src/daemon/action-runner.js';
+import { DaemonActionRunner } from '../../src/daemon/action-runner.js';
 import { runSteps, undoSteps } from '../../src/core/executor.js';
 import { checkRecord } from '../../src/core/check.js';
 import type { SandboxRecord } from '../../src/core/record.js';
 import { identifyNetns } from '../../src/net/netns.js';
-import type { CheckReport } from '../../src/core/types.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { Allocation, InterfaceInput, InterfacePlan, Strategy } from '../../runtimes/types.js';
+import type { CheckReport } from '../../src/base/types.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { Allocation, InterfaceInput, InterfacePlan, Strategy } from '../../src/base/strategy.js';
 import { makeNetns, uniquePrefix, type TestNetns } from '../helpers/names.js';
 import { ip, link, type Json } from '../helpers/observe.js';
 import { createdLinks, makeInput, network, planProblems } from '../unit/strategy-plan-check.js';
@@ -23,7 +23,7 @@ export interface Env {
   /** The network's host bridge (bridge mode), made by the test. */
   bridge?: string;
   mode: 'bridge' | 'routed';
-  runner: PlanRunner;
+  runner: DaemonActionRunner;
   sandboxId: string;
   v4: Allocation;
   v6: Allocation;
@@ -50,7 +50,7 @@ export function makeEnv(t: ExecutionContext, tag: string, mode: 'bridge' | 'rout
   const [a, b] = [...randomBytes(2)];
   const v4: Allocation = { family: 4, address: `198.18.${a}.${(b % 250) + 2}`, prefixLen: 24, gateway: `198.18.${a}.1` };
   const v6: Allocation = { family: 6, address: `fd6b:6e74:${a.toString(16)}${b.toString(16)}::5`, prefixLen: 64, gateway: `fd6b:6e74:${a.toString(16)}${b.toString(16)}::1` };
-  const env: Env = { prefix, ns, mode, runner: new PlanRunner(), sandboxId, v4, v6, danDir: mkdtempSync(`/tmp/${prefix}dan-`), hostNames: new Set() };
+  const env: Env = { prefix, ns, mode, runner: new DaemonActionRunner(), sandboxId, v4, v6, danDir: mkdtempSync(`/tmp/${prefix}dan-`), hostNames: new Set() };
   if (mode === 'bridge') {
     env.bridge = `${prefix}br`;
     sh('ip', ['link', 'add', env.bridge, 'type', 'bridge']);

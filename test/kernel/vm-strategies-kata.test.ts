@@ -3,11 +3,11 @@
 import test from 'ava';
 import { existsSync, readFileSync } from 'node:fs';
 import { kataStrategy } from '../../runtimes/kata/index.js';
-import type { VmHandoff } from '../../runtimes/common/handoff.js';
+import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
 import { addrs, filters, ip, link, qdiscs, routes, type Json } from '../helpers/observe.js';
 import { attach, check, detach, envInput, hostLeftovers, makeEnv, sandboxLinks } from './vm-strategies-env.js';
 
-const handoffOf = (plan: { interfaces: { handoff?: Record<string, unknown> }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
+const handoffOf = (plan: { interfaces: { handoff?: Handoff }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
 const redirectTarget = (fs: Json[]) => fs.flatMap((f: Json) => f.options?.actions ?? []).filter((a: Json) => a.kind === 'mirred').map((a: Json) => [a.mirred_action, a.direction, a.to_dev]);
 
 test('kata tcfilter: tap0_kata beside the veth, ingress redirects both ways; undo leaves nothing', async (t) => {

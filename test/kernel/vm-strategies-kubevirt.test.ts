@@ -3,11 +3,11 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { kubevirtStrategy } from '../../runtimes/kubevirt/index.js';
-import type { VmHandoff } from '../../runtimes/common/handoff.js';
+import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
 import { addrs, filters, link, neighs, sysctl, type Json } from '../helpers/observe.js';
 import { attach, check, detach, envInput, hostLeftovers, makeEnv, nftChain, nftTables, sandboxLinks } from './vm-strategies-env.js';
 
-const handoffOf = (plan: { interfaces: { handoff?: Record<string, unknown> }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
+const handoffOf = (plan: { interfaces: { handoff?: Handoff }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
 const localAddrs = (ns: string, dev: string) => addrs(ns, dev).filter((a: Json) => a.scope !== 'link').map((a: Json) => `${a.local}/${a.prefixlen}`);
 
 test('kubevirt masquerade (dual-stack): k6t-eth0 gateway, tap0 for uid 107, forwarding, nat tables; undo leaves nothing', async (t) => {

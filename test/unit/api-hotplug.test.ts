@@ -5,7 +5,7 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { validateAddInterface, validateAttach, validateRemoveInterface } from '../../src/api/validate.js';
 import { startApiServer } from '../../src/api/server.js';
 import { MemorySandboxService } from './api-memory-service.js';

@@ -8,7 +8,7 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { startApiServer, type ApiServerOptions } from '../../src/api/server.js';
 import { knitProto } from '../../src/api/proto.js';
 import { fromServiceError } from '../../src/api/status.js';

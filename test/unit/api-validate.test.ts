@@ -1,7 +1,7 @@
 // Request validation: every malformed field is refused with INVALID_ARGUMENT naming that field
 // (proto field path), and good requests become the domain objects core expects.
 import test from 'ava';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import {
   validateAttach,
   validateDetach,

@@ -3,7 +3,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { startApiServer } from '../../src/api/server.js';
 import { MemorySandboxService } from './api-memory-service.js';
 import { tempSocketDir } from './api-grpc-call.js';

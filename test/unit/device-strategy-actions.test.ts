@@ -3,11 +3,11 @@
 // netlink: this machine has no SR-IOV NIC, no IOMMU and no RDMA device.
 import test from 'ava';
 import { promises as fs } from 'node:fs';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { runDeviceAction, type DeviceActionEnv } from '../../src/devices/actions.js';
 import { rdmaMoveCommand, rdmaNetnsArg } from '../../src/devices/rdma.js';
 import type { Sysfs } from '../../src/devices/sysfs.js';
-import type { LinkInfo, Op, OpResult } from '../../src/net/ops.js';
+import type { LinkInfo, Op, OpResult } from '../../src/base/ops.js';
 import { createSriovNode, NODE, type FakeSysfs } from '../fixtures/fake-sysfs.js';
 
 // VF0's netdev is ifindex 10 in the simulated sysfs.

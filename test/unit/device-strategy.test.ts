@@ -1,15 +1,16 @@
 // The device strategy's prepare() and plans, against a simulated sysfs (no SR-IOV hardware on
 // this machine) and a recorded kernel: link.get / addr.list answers written out here in the
-// shape src/net/ops.ts gives them. The PF-side tests check the exact vf.set ops and their
+// shape src/base/ops.ts gives them. The PF-side tests check the exact vf.set ops and their
 // inverses with the recorded values; the vf.set encoding itself is checked byte for byte
 // against iproute2 in test/kernel/net-vf.test.ts.
 import test, { type ExecutionContext } from 'ava';
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { AddrInfo, LinkInfo, Op, OpResult } from '../../src/net/ops.js';
-import { planDevice, prepareDevice, withDevices, HOST_NETNS } from '../../runtimes/device/index.js';
-import type { PreparedDevice } from '../../runtimes/device/index.js';
-import type { InterfacePlan, PrepareContext, Strategy } from '../../runtimes/types.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { AddrInfo, LinkInfo, Op, OpResult } from '../../src/base/ops.js';
+import { prepareDevice, withDevices, HOST_NETNS } from '../../runtimes/with-devices/index.js';
+import { strategies } from '../../runtimes/index.js';
+import type { PreparedDevice } from '../../runtimes/with-devices/index.js';
+import type { InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
 import { createSriovNode, NODE } from '../fixtures/fake-sysfs.js';
 import { makeInput, NETNS, SANDBOX } from './strategy-plan-check.js';
 
@@ -78,7 +79,7 @@ async function planFor(
   const { ctx, ops, locks } = fakeCtx(root, opts.reads);
   const prepared = await prepareDevice(input, ctx);
   input.prepared = prepared;
-  return { prepared, plan: planDevice(input), ops, locks };
+  return { prepared, plan: strategies[input.request.runtime].planInterface(input), ops, locks };
 }
 
 const vfRef = (i: number, parameters: Record<string, unknown> = {}) => ({ bdf: NODE.vf(i), parameters });
@@ -277,7 +278,7 @@ test('netdev mode needs a netdev: a VF on vfio-pci is refused, pointing at vfio 
   // The same VF in vfio mode: nothing to claim, bind and restore are no-ops for vfio-pci.
   const input = makeInput('kubevirt', [{ name: 'net1', device: vfRef(0, { mode: 'vfio' }) }], { addresses: [] });
   input.prepared = await prepareDevice(input, fakeCtx(root).ctx);
-  t.deepEqual(planDevice(input).steps.map((s) => s.do.op), ['vfio.bind']);
+  t.deepEqual(strategies[input.request.runtime].planInterface(input).steps.map((s) => s.do.op), ['vfio.bind']);
 });
 
 test('withDevices: interfaces with a device go to the device strategy, the others to the runtime (simulated sysfs)', async (t) => {
@@ -310,11 +311,11 @@ test('pool addresses (a network named) and static ips join the parameters\' addr
   const ifaces: InterfaceRequest[] = [{ name: 'net1', network: 'pods', device: vfRef(0, { addresses: ['192.0.2.5/24'] }) }];
   const input = makeInput('runc', ifaces, { addresses: [{ family: 4, address: '10.88.0.9', prefixLen: 16, gateway: '10.88.0.1' }] });
   input.prepared = await prepareDevice(input, fakeCtx(root).ctx);
-  const plan = planDevice(input);
+  const plan = strategies[input.request.runtime].planInterface(input);
   t.deepEqual(plan.ips.map((i) => i.address), ['10.88.0.9/16', '192.0.2.5/24']);
   t.deepEqual(plan.routes, []);
 
   const noNet = makeInput('runc', [{ name: 'net1', ips: ['192.0.2.6/24'], device: vfRef(0) }], { addresses: [] });
   noNet.prepared = await prepareDevice(noNet, fakeCtx(root).ctx);
-  t.deepEqual(planDevice(noNet).ips.map((i) => i.address), ['192.0.2.6/24']);
+  t.deepEqual(strategies[noNet.request.runtime].planInterface(noNet).ips.map((i) => i.address), ['192.0.2.6/24']);
 });

@@ -1,9 +1,9 @@
 // Capturing a VF's original state and the ops that restore it. The PF's VF list is the shape
-// `link.get {vfs:true}` returns (src/net/ops.ts LinkInfo), written out here because this
+// `link.get {vfs:true}` returns (src/base/ops.ts LinkInfo), written out here because this
 // machine has no SR-IOV PF to ask.
 import test from 'ava';
-import { KnitError } from '../../src/core/errors.js';
-import type { LinkInfo } from '../../src/net/ops.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { LinkInfo } from '../../src/base/ops.js';
 import { captureVfState, netdevRestoreOps, pfApplyOp, pfQueryOp, pfRestoreOp } from '../../src/devices/netdev-state.js';
 import { parseDeviceParameters } from '../../src/devices/params.js';
 import { parseDeviceRef, resolveVf } from '../../src/devices/reference.js';

@@ -1,6 +1,6 @@
 // DRA opaque device parameters and device references: one case per field, errors naming it.
 import test from 'ava';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { hasPfSettings, parseDeviceParameters } from '../../src/devices/params.js';
 import { parseDeviceRef } from '../../src/devices/reference.js';
 

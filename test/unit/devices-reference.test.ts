@@ -2,7 +2,7 @@
 import test from 'ava';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { parseDeviceRef, resolveDevice, resolveVf } from '../../src/devices/reference.js';
 import { bindToVfio } from '../../src/devices/vfio.js';
 import { createSriovNode, NODE } from '../fixtures/fake-sysfs.js';

@@ -1,7 +1,7 @@
 // VFIO bind/restore through sysfs writes, against a fake sysfs whose simulated kernel moves
 // the driver links the way the real one does. No IOMMU or SR-IOV hardware on this machine.
 import test from 'ava';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { bindToVfio, restoreFromVfio, type BindIntent } from '../../src/devices/vfio.js';
 import { createSriovNode, NODE, SimulatedCrash } from '../fixtures/fake-sysfs.js';
 

@@ -1,7 +1,7 @@
 // IPAM: next-fit allocation, idempotency per owner, release and reuse, exhaustion, static
 // reservations, huge v6 pools, and rebuilding from recorded reservations.
 import test from 'ava';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 import { Ipam } from '../../src/ipam/ipam.js';
 import { BITMAP_LIMIT } from '../../src/ipam/occupancy.js';
 

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { atomicWriteFile, removeFile } from '../../src/store/atomic.js';
 import { RecordStore } from '../../src/store/record-store.js';
 import { fileNameOf } from '../../src/store/file-names.js';
-import { KnitError } from '../../src/core/errors.js';
+import { KnitError } from '../../src/base/errors.js';
 
 async function tempDir(t: { teardown(fn: () => Promise<void>): void }, label: string): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), `knit-store-${label}-`));

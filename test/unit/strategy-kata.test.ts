@@ -3,16 +3,16 @@
 import test from 'ava';
 import { kataStrategy } from '../../runtimes/kata/index.js';
 import { strategies } from '../../runtimes/index.js';
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { FileWriteAction, RouteOp, TunAddOp } from '../../src/net/ops.js';
-import type { VmHandoff } from '../../runtimes/common/handoff.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { FileWriteAction, RouteOp, TunAddOp } from '../../src/base/ops.js';
+import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
 import type { DanConfig } from '../../runtimes/kata/dan.js';
 import { makeInput, NETNS, SANDBOX, V4, V6, inNetns, ops, planProblems } from './strategy-plan-check.js';
 
 const BRIDGE = [{ name: 'knbr0', netns: 'host' }];
 const eth0 = (binding?: Record<string, string>): InterfaceRequest => ({ name: 'eth0', ...(binding ? { binding } : {}) });
-const handoffOf = (plan: { interfaces: { handoff?: Record<string, unknown> }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
+const handoffOf = (plan: { interfaces: { handoff?: Handoff }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
 
 test('registry maps every runtime to its strategy', (t) => {
   t.deepEqual(Object.keys(strategies).sort(), ['kata', 'kubevirt', 'runc']);

@@ -2,16 +2,16 @@
 // kernel tier runs the same plans in a netns.
 import test from 'ava';
 import { kubevirtStrategy } from '../../runtimes/kubevirt/index.js';
-import { KnitError } from '../../src/core/errors.js';
-import type { InterfaceRequest } from '../../src/core/types.js';
-import type { LinkAddOp, NftApplyAction, TunAddOp } from '../../src/net/ops.js';
-import type { Step } from '../../src/core/plan.js';
-import type { VmHandoff } from '../../runtimes/common/handoff.js';
+import { KnitError } from '../../src/base/errors.js';
+import type { InterfaceRequest } from '../../src/base/types.js';
+import type { LinkAddOp, NftApplyAction, TunAddOp } from '../../src/base/ops.js';
+import type { Step } from '../../src/base/plan.js';
+import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
 import { makeInput, NETNS, V4, V6, createdLinks, inNetns, planProblems } from './strategy-plan-check.js';
 
 const BRIDGE = [{ name: 'knbr0', netns: 'host' }];
 const eth0 = (binding?: Record<string, string>): InterfaceRequest => ({ name: 'eth0', ...(binding ? { binding } : {}) });
-const handoffOf = (plan: { interfaces: { handoff?: Record<string, unknown> }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
+const handoffOf = (plan: { interfaces: { handoff?: Handoff }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
 const nftSteps = (steps: Step[]) => steps.filter((s) => s.do.op === 'nft.apply');
 const chain = (ruleset: string, name: string) => {
   const m = new RegExp(`chain ${name} \\{\\n([\\s\\S]*?)\\n\\t\\}`).exec(ruleset);

@@ -1,9 +1,9 @@
 // Shared by the strategy tests: fixtures for InterfaceInput, and a checker for the rules every
 // plan must keep (each object it creates is undone or dies with a device the plan made; it
 // touches no device it did not make; names fit IFNAMSIZ; host-wide settings stay untouched).
-import type { AttachRequest, InterfaceRequest } from '../../src/core/types.js';
-import type { Step, StepAction } from '../../src/core/plan.js';
-import type { Allocation, InterfaceInput, NetworkSpec } from '../../runtimes/types.js';
+import type { AttachRequest, InterfaceRequest } from '../../src/base/types.js';
+import type { Step, StepAction } from '../../src/base/plan.js';
+import type { Allocation, InterfaceInput, NetworkSpec } from '../../src/base/strategy.js';
 
 export const NETNS = '/run/netns/kt-plan-sandbox';
 export const SANDBOX = 'sb-0123456789abcdef';

@@ -5,6 +5,8 @@
 
 namespace knit::nl {
 
+thread_local std::vector<std::string>* g_fieldReads = nullptr;
+
 namespace {
 
 std::string Describe(Napi::Value v) {
@@ -37,12 +39,23 @@ void Fields::RangeFail(const char* key, const std::string& what) const {
   throw FieldError(FieldError::kRange, PathOf(key) + ": " + what);
 }
 
-bool Fields::Has(const char* key) const { return !obj_.Get(key).IsUndefined(); }
-bool Fields::IsNull(const char* key) const { return obj_.Get(key).IsNull(); }
+bool Fields::Has(const char* key) const {
+  Note(key);
+  return !obj_.Get(key).IsUndefined();
+}
 
-Fields Fields::Obj(const char* key) const { return Fields(obj_.Get(key), PathOf(key)); }
+bool Fields::IsNull(const char* key) const {
+  Note(key);
+  return obj_.Get(key).IsNull();
+}
+
+Fields Fields::Obj(const char* key) const {
+  Note(key);
+  return Fields(obj_.Get(key), PathOf(key));
+}
 
 std::string Fields::Str(const char* key) const {
+  Note(key);
   Napi::Value v = obj_.Get(key);
   if (!v.IsString()) TypeFail(key, "expected string, got " + Describe(v));
   return v.As<Napi::String>().Utf8Value();
@@ -54,6 +67,7 @@ std::optional<std::string> Fields::OptStr(const char* key) const {
 }
 
 uint32_t Fields::U32(const char* key, uint64_t min, uint64_t max) const {
+  Note(key);
   Napi::Value v = obj_.Get(key);
   if (!v.IsNumber()) TypeFail(key, "expected number, got " + Describe(v));
   double d = v.As<Napi::Number>().DoubleValue();
@@ -114,6 +128,7 @@ std::optional<std::string> Fields::OptIfName(const char* key) const {
 }
 
 LinkRef Fields::Link(const char* key) const {
+  Note(key);
   Napi::Value v = obj_.Get(key);
   LinkRef ref;
   if (v.IsString()) {

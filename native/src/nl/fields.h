@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace knit::nl {
 
@@ -25,6 +26,10 @@ struct LinkRef {
   uint32_t index = 0;
 };
 
+// While set (describeOps, on the JS thread), every field a parser looks at is appended here:
+// the schema agreement test compares these paths with the TypeScript op types.
+extern thread_local std::vector<std::string>* g_fieldReads;
+
 class Fields {
  public:
   Fields(Napi::Value v, std::string path);
@@ -33,7 +38,10 @@ class Fields {
   std::string PathOf(const char* key) const { return path_ + "." + key; }
   bool Has(const char* key) const;   // present and not undefined
   bool IsNull(const char* key) const;
-  Napi::Value Raw(const char* key) const { return obj_.Get(key); }
+  Napi::Value Raw(const char* key) const {
+    Note(key);
+    return obj_.Get(key);
+  }
   Fields Obj(const char* key) const;
 
   std::string Str(const char* key) const;
@@ -56,6 +64,10 @@ class Fields {
   [[noreturn]] void RangeFail(const char* key, const std::string& what) const;
 
  private:
+  void Note(const char* key) const {
+    if (g_fieldReads) g_fieldReads->push_back(PathOf(key));
+  }
+
   Napi::Object obj_;
   std::string path_;
 };

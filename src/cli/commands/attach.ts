@@ -5,6 +5,7 @@ import { usageError } from '../exit.js';
 import { parseInterface, parseKeyValues, parsePod, parsePort, parseRuntime } from '../flags.js';
 import { json, plain, table } from '../format.js';
 import { lower, renderResult } from '../render.js';
+import { RUNTIME_KINDS } from '../../base/runtime-kinds.js';
 
 const attachOptions = {
   id: { type: 'string' },
@@ -21,7 +22,7 @@ const attachOptions = {
 } as const;
 
 const attachUsage =
-  '--id SANDBOX_ID --netns PATH [--runtime runc|kata|kubevirt] [--if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,ingress-rate=BITS,egress-rate=BITS,...,default]]... ' +
+  `--id SANDBOX_ID --netns PATH [--runtime ${RUNTIME_KINDS.join('|')}] [--if NAME[,network=N,mac=M,mtu=N,ip=CIDR,binding.K=V,bdf=B,ingress-rate=BITS,egress-rate=BITS,...,default]]... ` +
   '[--pod NAMESPACE/NAME] [--uid POD_UID] [--port [HOSTIP:]HOSTPORT:PORT[/PROTO]]... [--label K=V]... [--annotation K=V]... ' +
   '[--nameserver IP]... [--search DOMAIN]...';
 

@@ -29,13 +29,14 @@ export const installCniCommand: Command = {
     const where = dirs(ctx);
     const { loadConfig } = await import('../../config/index.js');
     const { config } = await loadConfig(str(ctx, 'config'));
-    const { installCni } = await import('../../cni-frontend/install.js');
+    const { installCni, installRecordPath } = await import('../../cni-frontend/install.js');
     const done = await installCni({
       ...where,
       network: str(ctx, 'network') ?? '',
       networkName: str(ctx, 'cni-network') ?? 'knit',
       socket: str(ctx, 'socket') ?? config.cniSocket,
       deleteQueue: config.cniDeleteQueue,
+      record: installRecordPath(config.stateDir),
     });
     ctx.io.out(ctx.json ? JSON.stringify(done) : `installed ${done.shim} and ${done.conflist}`);
     return 0;
@@ -45,12 +46,15 @@ export const installCniCommand: Command = {
 export const uninstallCniCommand: Command = {
   name: 'uninstall-cni',
   summary: 'remove the knit-cni and conflist that install-cni wrote (nothing else)',
-  usage: '[--bin-dir DIR] [--conf-dir DIR] [--name FILE]',
-  options: { ...dirOptions },
+  usage: '[--bin-dir DIR] [--conf-dir DIR] [--name FILE] [--config FILE]',
+  options: { ...dirOptions, config: { type: 'string' } },
   remote: false,
   async run(ctx) {
-    const { uninstallCni } = await import('../../cni-frontend/install.js');
-    const removed = await uninstallCni(dirs(ctx));
+    const where = dirs(ctx);
+    const { loadConfig } = await import('../../config/index.js');
+    const { config } = await loadConfig(str(ctx, 'config'));
+    const { uninstallCni, installRecordPath } = await import('../../cni-frontend/install.js');
+    const removed = await uninstallCni({ ...where, record: installRecordPath(config.stateDir) });
     ctx.io.out(ctx.json ? JSON.stringify({ removed }) : removed.length ? `removed ${removed.join(' ')}` : 'nothing of knit to remove');
     return 0;
   },

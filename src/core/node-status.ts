@@ -1,0 +1,35 @@
+// NodeStatus: is this node ready for pods (kubelet's NetworkReady, CNI STATUS through the shim),
+// which networks and pools it has, and whether any pool is exhausted.
+import type { NetworkStatus, NodeStatus } from '../base/types.js';
+import { chainStatus } from '../cni-exec/network.js';
+import type { ManagerDeps } from './ports.js';
+
+export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions'>): Promise<NodeStatus> {
+  const unready = new Map(deps.unreadyNetworks());
+  const networks: NetworkStatus[] = [];
+  for (const n of deps.networks().values()) {
+    const pools = n.mode === 'cni' ? [] : deps.ipam.usage(n.name);
+    let cniStatus: string | undefined;
+    if (n.mode === 'cni' && !unready.has(n.name)) {
+      const s = await chainStatus(n);
+      cniStatus = s.status;
+      if (s.problem) unready.set(n.name, `CNI STATUS: ${s.problem}`);
+    }
+    networks.push({ name: n.name, mode: n.mode, ready: !unready.has(n.name), pools, ...(cniStatus && { cniStatus }) });
+  }
+  const missing = deps.extensions.missingRequired();
+  const reasons = [
+    ...[...unready].map(([n, why]) => `network ${n}: ${why}`),
+    ...missing.map((m) => `required extension ${m} is not registered`),
+  ];
+  const exhausted = networks.flatMap((n) => n.pools.filter((p) => p.free === 0).map((p) => `${n.name} ${p.subnet}`));
+  const conditions = (await deps.conditions?.()) ?? [];
+  return {
+    ready: reasons.length === 0,
+    reason: reasons.length ? 'NetworkPluginNotReady' : '',
+    message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`), ...conditions].join('; '),
+    schedulable: exhausted.length === 0,
+    networks,
+    sandboxes: [...deps.records.values()].filter((r) => r.state === 'attached').length,
+  };
+}

@@ -1,0 +1,74 @@
+// What the sandbox manager needs from the rest of the daemon, as interfaces: the composition
+// root (src/daemon/serve.ts) plugs in the real record store, IPAM, netns checks, extensions and
+// action runner; the unit tests plug in fakes (test/unit/manager.test.ts).
+import type { NetworkSpec, Strategy } from '../base/strategy.js';
+import type { KnitError } from '../base/errors.js';
+import type { AttachRequest, AttachResult, Extension, RuntimeKind } from '../base/types.js';
+import type { ActionRunner, Failpoint } from './executor.js';
+import type { NetnsIdentity, SandboxRecord } from './record.js';
+
+export interface RecordStorePort<T> {
+  get(id: string): T | undefined;
+  values(): Iterable<T>;
+  put(id: string, doc: T): Promise<void>;
+  remove(id: string): Promise<void>;
+}
+
+export interface IpamPort {
+  allocate(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
+  /** What allocate would answer, taking nothing (knit plan). */
+  preview(network: string, family: 4 | 6, owner: string): { address: string; prefixLen: number; gateway?: string };
+  /** Holds a given address; answers it in canonical text. */
+  reserve(network: string, address: string, owner: string): { address: string };
+  /** Throws what reserve would, holding nothing. */
+  checkReserve(network: string, address: string, owner: string): void;
+  release(owner: string): void;
+  usage(network: string): { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
+}
+
+export interface NetnsPort {
+  /** Throws KnitError INVALID_ARGUMENT naming netns_path when it is not a usable netns. */
+  identify(path: string): NetnsIdentity;
+}
+
+export interface ExtensionsPort {
+  list(): Extension[];
+  register(ext: Extension): Promise<void>;
+  unregister(name: string): Promise<void>;
+  /** Calls every extension of the phase in order; throws when a required one fails. */
+  notify(phase: Extension['phase'], result: AttachResult, req: AttachRequest): Promise<void>;
+  missingRequired(): string[];
+}
+
+export interface ManagerHooks {
+  /** Crash tests: fire before this step of every attach / this inverse of every detach. */
+  attachFailpoint?: Failpoint;
+  detachFailpoint?: Failpoint;
+  /** The same for the steps of every AddInterface / the inverses of every RemoveInterface. */
+  addInterfaceFailpoint?: Failpoint;
+  removeInterfaceFailpoint?: Failpoint;
+  onAttach?(sandboxId: string, ms: number, error?: KnitError): void;
+  onDetach?(sandboxId: string, ms: number, error?: KnitError): void;
+}
+
+export interface ManagerDeps {
+  networks(): Map<string, NetworkSpec>;
+  defaultNetwork(): string;
+  /** Networks whose host side could not be set up, with the reason. */
+  unreadyNetworks(): Map<string, string>;
+  records: RecordStorePort<SandboxRecord>;
+  ipam: IpamPort;
+  runner: ActionRunner;
+  netns: NetnsPort;
+  strategies: Partial<Record<RuntimeKind, Strategy>>;
+  extensions: ExtensionsPort;
+  reaper: { kick(): void };
+  /** VM hand-off by fd: adds fresh one-time tokens to answers; forgets them on detach. */
+  handoff?: { decorate(result: AttachResult): AttachResult; forget(sandboxId: string): void };
+  hooks?: ManagerHooks;
+  /** sysfs root for device attachments (config sysfsRoot; default '/sys'). */
+  sysfsRoot?: () => string;
+  /** Conditions an operator must see in NodeStatus.message that do not make the node unready
+   * (e.g. queued CNI DELs that gave up). */
+  conditions?: () => Promise<string[]>;
+}
