@@ -61,7 +61,6 @@ buildah add --quiet "$ctr" "$app.tar" / >/dev/null
 rm -f "$app.tar"
 buildah config \
   --env PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin \
-  --env KNIT_VERSION="$version" \
   --label org.opencontainers.image.title=knit \
   --label org.opencontainers.image.version="$version" \
   --workingdir /opt/knit \
