@@ -19,6 +19,7 @@ import { startContainer, type Container } from '../fixtures/runc.js';
 import { uniquePrefix } from '../helpers/names.js';
 import * as grpc from '@grpc/grpc-js';
 import { knitProto } from '../../src/api/proto.js';
+import { SANDBOX_RECORD_VERSION } from '../../src/core/record.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const P = uniquePrefix('uimg');
@@ -240,12 +241,14 @@ test.serial('upgrade A→B and rollback B→A under traffic: pods keep every pac
   const sandboxes = path.join(dir, 'run', 'sandboxes');
   const file = readdirSync(sandboxes).find((f) => !f.startsWith('.') && readFileSync(path.join(sandboxes, f), 'utf8').includes(ps[0]!.id))!;
   const original = readFileSync(path.join(sandboxes, file), 'utf8');
-  writeFileSync(path.join(sandboxes, file), JSON.stringify({ ...JSON.parse(original), version: 2 }));
+  const newer = SANDBOX_RECORD_VERSION + 1;
+  writeFileSync(path.join(sandboxes, file), JSON.stringify({ ...JSON.parse(original), version: newer }));
   podman(daemonSetRun(`${P}-old`, imageA, ['-d'], ['knit', 'serve', '--config', configPath]));
-  const exit = podman(['wait', `${P}-old`]);
+  // Bounded: a knit that wrongly starts must fail this test, not hang it.
+  const exit = execFileSync('podman', [...PODMAN_GLOBAL, 'wait', `${P}-old`], { encoding: 'utf8', timeout: 60_000 }).trim();
   t.not(exit, '0', 'the older knit does not start');
   const logs = spawnSync('podman', [...PODMAN_GLOBAL, 'logs', `${P}-old`], { encoding: 'utf8' });
-  t.regex(logs.stdout + logs.stderr, /format version 2, written by a newer knit; this knit reads format version 1 at most/);
+  t.true((logs.stdout + logs.stderr).includes(`format version ${newer}, written by a newer knit; this knit reads format version ${SANDBOX_RECORD_VERSION} at most`), logs.stdout + logs.stderr);
   replace(`${P}-old`);
   t.true(pingFrom(ps[0]!.ns, ips[1]!), 'the pods keep their traffic while knit refuses');
 
