@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { Op, OpResult } from '../base/ops.js';
 import type { InterfacePart, NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
-import { KnitError, CniCode, asKnitError } from '../base/errors.js';
+import { KnitError, CniCode, asKnitError, quote } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
 import { recordVersionFor, type InterfaceAllocation, type NetnsIdentity, type SandboxRecord } from './record.js';
@@ -283,10 +283,14 @@ export class SandboxManager implements SandboxService {
 
   // ---- detach --------------------------------------------------------------------------
 
-  async detach(sandboxId: string): Promise<void> {
+  /** netnsPath, when the caller gives one, must not name another live namespace: a caller that
+   * says where the sandbox is and is wrong is told so, instead of a sandbox being detached that
+   * it did not mean. A path with no live namespace behind it (the pod's netns already deleted,
+   * the usual order for runtimes) does not stand in the way. */
+  async detach(sandboxId: string, netnsPath?: string): Promise<void> {
     const started = performance.now();
     try {
-      await this.locks.run(sandboxId, () => this.detachLocked(sandboxId));
+      await this.locks.run(sandboxId, () => this.detachLocked(sandboxId, netnsPath));
       this.deps.hooks?.onDetach?.(sandboxId, performance.now() - started);
     } catch (err) {
       const e = asKnitError(err);
@@ -295,9 +299,12 @@ export class SandboxManager implements SandboxService {
     }
   }
 
-  private async detachLocked(sandboxId: string): Promise<void> {
+  private async detachLocked(sandboxId: string, netnsPath?: string): Promise<void> {
     const stored = this.deps.records.get(sandboxId);
     if (!stored) return; // idempotent: nothing of this sandbox is left
+    if (netnsPath && netnsPath !== stored.netns.path && this.deps.runner.netnsUsable(netnsPath) && !this.deps.runner.netnsUsable(netnsPath, stored.netns)) {
+      throw KnitError.invalid('netns_path', `${quote(netnsPath)} is another network namespace than sandbox ${sandboxId}'s (${stored.netns.path}); nothing was detached`);
+    }
     if (stored.state === 'attached') {
       await this.deps.extensions.notify('pre-detach', stored.result, stored.request).catch(() => undefined);
     }
