@@ -57,3 +57,18 @@ export function nftRuleset(netns: string): any[] {
 export function tcJson(args: string[], netns: string): any[] {
   return JSON.parse(execFileSync('ip', ['netns', 'exec', netns, 'tc', '-j', ...args], { encoding: 'utf8' }) || '[]');
 }
+
+/** The plugin config a runtime hands knit-cni for a daemon under test (its CNI socket and
+ * delete queue in the daemon's dir), as a 1.0.0 conflist entry of type "knit". */
+export function knitShimConf(prefix: string, daemonDir: string, extra: object = {}) {
+  return {
+    cniVersion: '1.0.0',
+    name: `${prefix}cni`,
+    type: 'knit',
+    network: `${prefix}net`,
+    socket: daemonDir + '/cni.sock',
+    deleteQueue: daemonDir + '/cni-delete-queue',
+    timeoutSeconds: 20,
+    ...extra,
+  };
+}

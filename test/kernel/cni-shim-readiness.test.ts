@@ -9,6 +9,7 @@ import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, hostLinks, podFactory, eventually, freePort, CLI, type Daemon, type DaemonOptions } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
+import { knitShimConf } from '../helpers/cni.js';
 
 const P = uniquePrefix('scnr');
 const SHIM = path.resolve('build', 'native', 'knit-cni');
@@ -29,16 +30,7 @@ test.after.always(async () => {
   removeAll();
 });
 
-const conf = (extra: object = {}) => ({
-  cniVersion: '1.0.0',
-  name: `${P}cni`,
-  type: 'knit',
-  network: `${P}net`,
-  socket: d!.dir + '/cni.sock',
-  deleteQueue: d!.dir + '/cni-delete-queue',
-  timeoutSeconds: 20,
-  ...extra,
-});
+const conf = (extra: object = {}) => knitShimConf(P, d!.dir, extra);
 
 function shim(command: string, env: { id?: string; netns?: string } = {}, config: object = conf()) {
   const r = spawnSync(SHIM, [], {

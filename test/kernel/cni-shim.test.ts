@@ -8,6 +8,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, ipJson, pingFrom, hostLinks, podFactory, eventually, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
+import { knitShimConf } from '../helpers/cni.js';
 
 const P = uniquePrefix('cshm');
 const SUBNET = '10.171.1.0/24';
@@ -25,16 +26,7 @@ test.after.always(async () => {
   removeAll();
 });
 
-const conf = (extra: object = {}) => ({
-  cniVersion: '1.0.0',
-  name: `${P}cni`,
-  type: 'knit',
-  network: `${P}net`,
-  socket: d!.dir + '/cni.sock',
-  deleteQueue: d!.dir + '/cni-delete-queue',
-  timeoutSeconds: 20,
-  ...extra,
-});
+const conf = (extra: object = {}) => knitShimConf(P, d!.dir, extra);
 
 function shim(command: string, env: { id?: string; netns?: string; ifname?: string; args?: string }, config: object) {
   const r = spawnSync(SHIM, [], {
