@@ -6,13 +6,11 @@
 // net1; then device_del + netdev_del, RemoveInterface, and nothing of net1 is left while eth0
 // keeps answering.
 import test from 'ava';
-import net from 'node:net';
 import { Cleanup } from '../fixtures/cleanup.js';
-import { GUEST_AGENT_PORT } from '../fixtures/guest-init.js';
 import { Qmp } from '../fixtures/qmp.js';
 import { startDaemon, cleanupDaemon, makeNetns, removeNetns, removeLinkQuietly, eventually, hostLinks, pingFrom, type Daemon } from '../helpers/daemon.js';
 import { ip, tc, type Json } from '../helpers/observe.js';
-import { launchVm, vmHandoff, type Handoff } from '../helpers/vm-launcher.js';
+import { askGuestAgent, launchVm, vmHandoff, type Handoff } from '../helpers/vm-launcher.js';
 
 /** The guest answers once /init has configured it; allow a few lost first packets. */
 function pingsSoon(ns: string | undefined, addr: string): boolean {
@@ -25,14 +23,7 @@ async function deliverToAgent(agentAddr: string, h: Handoff): Promise<string> {
   const v4 = h.guest.ips.find((i) => i.family === 4)!;
   const routes = h.guest.routes.filter((r) => !r.dst.includes(':') && r.dst !== '0.0.0.0/0').map((r) => (r.gateway ? `${r.dst}@${r.gateway}` : r.dst));
   const line = ['nic', h.guest.mac, v4.address, ...routes].join(' ');
-  return new Promise((resolve, reject) => {
-    let answer = '';
-    const s = net.connect(GUEST_AGENT_PORT, agentAddr, () => s.write(line + '\n'));
-    s.setTimeout(30_000, () => s.destroy(new Error(`guest agent at ${agentAddr} did not answer`)));
-    s.setEncoding('utf8').on('data', (d: string) => (answer += d));
-    s.once('error', reject);
-    s.once('close', () => resolve(answer.trim()));
-  });
+  return askGuestAgent(agentAddr, line);
 }
 
 /** Devices and qdiscs of one interface in the sandbox netns, and its host end. */

@@ -6,7 +6,9 @@
 // rides on the test guest's kernel command line.)
 import { closeFd, MAX_FDS_PER_MESSAGE, requestFds } from '../../src/net/fdpass.js';
 import { fromStruct, type StructMsg } from '../../src/api/struct.js';
+import net from 'node:net';
 import { bootGuest, type Guest, type GuestNetConfig } from '../fixtures/qemu.js';
+import { GUEST_AGENT_PORT } from '../fixtures/guest-init.js';
 
 /** The fields of ResultInterface.handoff this launcher reads (runtimes/common/tap-handoff.ts). */
 export interface Handoff {
@@ -139,3 +141,16 @@ export const PYTHON_FD_CLIENT = [
 
 /** Debian's interpreter by absolute path: a pyenv shim under /root is not usable by other uids. */
 export const SYSTEM_PYTHON = '/usr/bin/python3';
+
+/** One line to the test guest's agent stand-in (test/fixtures/guest-init.ts) at addr; resolves
+ * with its answer once it closes the connection. */
+export function askGuestAgent(addr: string, line: string, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const s = net.connect(GUEST_AGENT_PORT, addr, () => s.write(line + '\n'));
+    s.setTimeout(timeoutMs, () => s.destroy(new Error(`guest agent at ${addr} did not answer`)));
+    s.setEncoding('utf8').on('data', (d: string) => (answer += d));
+    s.once('error', reject);
+    s.once('close', () => resolve(answer.trim()));
+  });
+}

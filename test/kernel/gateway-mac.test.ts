@@ -5,10 +5,10 @@
 // with ping: pods keep pinging the gateway and each other while others come and go, with no
 // lost packet.
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import {
   startDaemon, cleanupDaemon, ipJson, pingFrom, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
+import { pinger } from '../helpers/pinger.js';
 
 const P = 'pgw';
 const GATEWAY = '10.170.1.1';
@@ -18,21 +18,6 @@ let d: Daemon | undefined;
 const { pod, netnsNames, ids, removeAll } = podFactory(P);
 
 const bridgeMac = () => ipJson(['link', 'show', 'dev', `${P}br`])[0].address as string;
-
-/** `ping -c count -i 0.2` in the background; resolves with the number of lost replies. */
-function pinger(ns: string, target: string, count: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', ns, 'ping', '-n', '-c', String(count), '-i', '0.2', '-W', '2', target]);
-    let out = '';
-    child.stdout.on('data', (b) => (out += b));
-    child.on('error', reject);
-    child.on('close', () => {
-      const m = /(\d+) packets transmitted, (\d+) received/.exec(out);
-      if (!m) reject(new Error(`ping from ${ns} to ${target} printed no summary: ${out}`));
-      else resolve(Number(m[1]) - Number(m[2]));
-    });
-  });
-}
 
 test.before(async () => {
   d = await startDaemon(opts);
