@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
+import { refuseInsecureDirs } from '../config/permissions.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { DaemonActionRunner } from './action-runner.js';
@@ -58,6 +59,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const log = pino({ level: config.logLevel, base: { pid: process.pid } });
   setInstance(config.instance);
   log.info({ config: loaded.source }, 'knit starting');
+  // Before anything is made: a directory another user can write would steer a root daemon.
+  refuseInsecureDirs(config);
 
   await mkdir(config.runDir, { recursive: true, mode: 0o700 });
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
