@@ -58,14 +58,16 @@ export function refuseInsecure(key: string, p: string): void {
   }
 }
 
-/** The places knit keeps records, sockets and queues, and makes netns pins: each, or the
+/** The places knit keeps records, sockets and queues, makes netns pins and writes DAN files: each, or the
  * directory above one not made yet, must be knit's alone. Checked before knit makes anything. */
 export function refuseInsecureDirs(config: {
   runDir: string; stateDir: string; netnsDir: string; socket: string; handoffSocket: string; cniSocket: string; cniDeleteQueue: string;
+  kata: { danDir: string };
 }): void {
   refuseInsecure('runDir', config.runDir);
   refuseInsecure('stateDir', config.stateDir);
   refuseInsecure('netnsDir', config.netnsDir);
   refuseInsecure('cniDeleteQueue', config.cniDeleteQueue);
+  refuseInsecure('kata.danDir', config.kata.danDir);
   for (const key of ['socket', 'handoffSocket', 'cniSocket'] as const) refuseInsecure(key, path.dirname(config[key]));
 }

@@ -134,6 +134,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     handoff: tokens,
     hooks,
     sysfsRoot: () => config.sysfsRoot,
+    danDir: () => config.kata.danDir,
     conditions: cniDeleteConditions,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
