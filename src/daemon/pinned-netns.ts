@@ -1,11 +1,13 @@
 // The network namespaces knit pinned itself (KNI CreateNetwork). Remembered in a record store
 // under runDir, so a restarted daemon still deletes what it made, and never deletes a
-// namespace someone else pinned.
+// namespace someone else pinned. The bind mount a pin may make of its directory goes with the
+// last pin there (netns-dir-mounts.ts); a clean stop keeps both, since live pins need it.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { RecordStore } from '../store/index.js';
 import { createNetns, deleteNetns } from '../net/netns.js';
 import { KnitError } from '../base/errors.js';
+import { NetnsDirMounts } from './netns-dir-mounts.js';
 
 interface Pinned {
   path: string;
@@ -16,18 +18,36 @@ interface Pinned {
 }
 
 export class PinnedNetns {
-  private constructor(private readonly store: RecordStore<Pinned>) {}
+  private constructor(
+    private readonly store: RecordStore<Pinned>,
+    private readonly dirMounts: NetnsDirMounts,
+  ) {}
 
   static async open(runDir: string, onProblem: (p: { file: string; reason: string }) => void): Promise<PinnedNetns> {
     const store = await RecordStore.open<Pinned>(path.join(runDir, 'pinned-netns'), undefined, { onProblem });
     // A reboot or someone's `ip netns del` may have removed some: forget those.
     for (const p of [...store.values()]) if (!existsSync(p.path)) await store.remove(p.path);
-    return new PinnedNetns(store);
+    const pinned = new PinnedNetns(store, await NetnsDirMounts.open(runDir, onProblem));
+    // A crash may have come between a last DeleteNetwork (or a failed create) and the unmount.
+    for (const dir of pinned.dirMounts.dirs()) await pinned.releaseIfUnused(dir);
+    return pinned;
   }
 
   async create(file: string): Promise<void> {
-    await createNetns(file);
+    const dir = path.dirname(file);
+    try {
+      await this.dirMounts.pinIn(dir, () => createNetns(file).then(() => undefined));
+    } catch (err) {
+      await this.releaseIfUnused(dir); // a failed pin leaves no bind of its directory behind
+      throw err;
+    }
     await this.store.put(file, { path: file, createdAt: new Date().toISOString() });
+  }
+
+  /** Drops knit's bind of dir once no netns knit pinned lives there. */
+  private async releaseIfUnused(dir: string): Promise<void> {
+    if ([...this.store.values()].some((p) => path.dirname(p.path) === dir)) return;
+    await this.dirMounts.release(dir);
   }
 
   /** Notes that sandbox id was attached into the netns at file, if knit pinned it. */
@@ -57,5 +77,6 @@ export class PinnedNetns {
     }
     await deleteNetns(idOrPath, { ignoreMissing: true });
     await this.store.remove(idOrPath);
+    await this.releaseIfUnused(path.dirname(idOrPath));
   }
 }
