@@ -7,6 +7,7 @@
 import { realpathSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { KnitError } from '../base/errors.js';
+import type { KnitConfig } from './resolve.js';
 
 const octal = (mode: number) => `0${(mode & 0o7777).toString(8)}`;
 
@@ -58,16 +59,21 @@ export function refuseInsecure(key: string, p: string): void {
   }
 }
 
-/** The places knit keeps records, sockets and queues, makes netns pins and writes DAN files: each, or the
- * directory above one not made yet, must be knit's alone. Checked before knit makes anything. */
-export function refuseInsecureDirs(config: {
-  runDir: string; stateDir: string; netnsDir: string; socket: string; handoffSocket: string; cniSocket: string; cniDeleteQueue: string;
-  kata: { danDir: string };
-}): void {
+/** The places knit keeps records, sockets and queues, makes netns pins and writes DAN files,
+ * and those of CNI networks (the plugins knit execs as root, the conflist, the result cache):
+ * each, or the directory above one not made yet, must be knit's alone. Checked before knit
+ * makes anything, and on each reload. */
+export function refuseInsecureDirs(config: KnitConfig): void {
   refuseInsecure('runDir', config.runDir);
   refuseInsecure('stateDir', config.stateDir);
   refuseInsecure('netnsDir', config.netnsDir);
   refuseInsecure('cniDeleteQueue', config.cniDeleteQueue);
   refuseInsecure('kata.danDir', config.kata.danDir);
   for (const key of ['socket', 'handoffSocket', 'cniSocket'] as const) refuseInsecure(key, path.dirname(config[key]));
+  config.networks.forEach(({ cni }, i) => {
+    if (!cni) return;
+    cni.pluginDirs.forEach((dir, j) => refuseInsecure(`networks[${i}].cni.pluginDirs[${j}]`, dir));
+    refuseInsecure(`networks[${i}].cni.cacheDir`, cni.cacheDir);
+    if (cni.conflistFile) refuseInsecure(`networks[${i}].cni.conflistFile`, cni.conflistFile);
+  });
 }

@@ -185,6 +185,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const stopWatch = opts.config
     ? watchConfig(opts.config, async (next) => {
+        refuseInsecureDirs(next); // a reload must not bring in what start-up refuses
         // New bridges first, then the pools (which refuse, keeping the old config, if a held
         // address would not fit), then the switch: attaches meanwhile see the old config whole.
         const nextUnready = await setUpNetworks(next.networks);

@@ -117,6 +117,18 @@ test.serial('a world-writable config file, or one owned by another uid, stops th
   assertNothingMade(t, dir, ['config.json']);
 });
 
+test.serial('a CNI network whose plugin dir is world-writable is refused: knit execs those plugins as root', async (t) => {
+  const dir = scratch(t);
+  const plugins = path.join(dir, 'plugins');
+  mkdirSync(plugins);
+  chmodSync(plugins, 0o777);
+  const cniNet = { name: `${P}cni`, mode: 'cni', cni: { conflist: { cniVersion: '1.0.0', name: 'x', plugins: [{ type: 'bridge' }] }, pluginDirs: [plugins], cacheDir: path.join(dir, 'cache') } };
+  const result = await serveOnce(writeConfig(dir, { networks: [...daemonConfig(opts, dir).networks, cniNet] }));
+  t.not(result, 'running');
+  if (result !== 'running') t.regex(result.stderr, new RegExp(`networks\\[1\\]\\.cni\\.pluginDirs\\[0\\]: ${plugins} \\(mode 0777, uid 0, gid 0\\) is world-writable`));
+  assertNothingMade(t, dir, ['config.json', 'plugins']);
+});
+
 test.serial('usual modes start: 0755 root dirs, a 0644 root config, knit\'s dirs below a sticky world-writable dir', async (t) => {
   let d: Daemon | undefined;
   t.teardown(() => cleanupDaemon(d, opts));
