@@ -4,7 +4,7 @@
 // start, naming the path, its mode and owner, when one of them (or a directory above it) is
 // writable by someone other than root and knit's own uid. A sticky directory (/tmp) above is
 // fine: others can add entries there but not rename or remove knit's.
-import { realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { KnitError } from '../base/errors.js';
 import type { KnitConfig } from './resolve.js';
@@ -26,11 +26,24 @@ function ownProblem(p: string, st: Stats, uid: number, gid: number, sticky: bool
   return undefined;
 }
 
+function lstatIfAny(p: string): Stats | undefined {
+  try {
+    return lstatSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The first problem with p itself or, when p exists, with a directory above it (sticky ones
  * pass). A path that does not exist yet is checked from its deepest existing directory. */
 export function pathProblem(p: string, uid = process.getuid?.() ?? 0, gid = process.getgid?.() ?? 0): string | undefined {
   let at = path.resolve(p);
   let self = true;
+  // A symlink's owner may point it elsewhere at any time (a ConfigMap's are root's).
+  const link = lstatIfAny(at);
+  if (link?.isSymbolicLink() && link.uid !== 0 && link.uid !== uid) {
+    return `${at} is a symlink owned by uid ${link.uid}, neither root nor knit's uid ${uid}`;
+  }
   // Up to what exists: knit makes the rest itself, with mode 0700.
   for (;;) {
     try {

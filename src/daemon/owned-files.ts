@@ -23,7 +23,11 @@ const inside = (dir: string, root: string) => dir === root || dir.startsWith(roo
 async function confinedDir(file: string, within: string): Promise<string> {
   const dir = path.dirname(file);
   await mkdir(within, { recursive: true, mode: 0o755 });
-  const [realDir, realRoot] = await Promise.all([realpath(dir), realpath(within)]);
+  const realDir = await realpath(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+    throw new KnitError('FAILED_PRECONDITION', `${dir} does not exist; knit makes only ${within} itself (config kata.danDir)`);
+  });
+  const realRoot = await realpath(within);
   if (!inside(realDir, realRoot)) {
     throw new KnitError('FAILED_PRECONDITION', `${dir} resolves to ${realDir}, outside ${realRoot} where knit writes Kata DAN files; knit does not follow it`);
   }
