@@ -4,10 +4,10 @@
 // start as before.
 import test from 'ava';
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CLI, cleanupDaemon, daemonConfig, hostLinks, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { CLI, cleanupDaemon, daemonConfig, eventually, hostLinks, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 
 const P = uniquePrefix('insm');
@@ -127,6 +127,21 @@ test.serial('a CNI network whose plugin dir is world-writable is refused: knit e
   t.not(result, 'running');
   if (result !== 'running') t.regex(result.stderr, new RegExp(`networks\\[1\\]\\.cni\\.pluginDirs\\[0\\]: ${plugins} \\(mode 0777, uid 0, gid 0\\) is world-writable`));
   assertNothingMade(t, dir, ['config.json', 'plugins']);
+});
+
+test.serial('a running daemon rejects a reload from a config file that became world-writable', async (t) => {
+  let d: Daemon | undefined;
+  t.teardown(() => cleanupDaemon(d, opts));
+  d = await startDaemon(opts);
+  const config = JSON.parse(readFileSync(d.configPath, 'utf8'));
+  chmodSync(d.configPath, 0o666);
+  writeFileSync(d.configPath, JSON.stringify({ ...config, networks: [{ ...config.networks[0], mtu: 1400 }] }));
+  const rejected = await eventually(
+    () => d!.logs.map((l) => JSON.parse(l)).find((l) => /config reload rejected/.test(l.msg)),
+    'the reload was rejected',
+  );
+  t.regex(rejected.err, new RegExp(`config: ${d.configPath} \\(mode 0666, uid 0, gid 0\\) is world-writable`));
+  t.false(d.logs.some((l) => /config reloaded/.test(JSON.parse(l).msg)), 'the new config was not applied');
 });
 
 test.serial('usual modes start: 0755 root dirs, a 0644 root config, knit\'s dirs below a sticky world-writable dir', async (t) => {
