@@ -107,3 +107,13 @@ test.serial('a dir that was a mount point before knit came stays one', async (t)
   await remove(d(), b.netns_path);
   t.deepEqual(mountsUnder(netnsDir), [netnsDir], 'the operator\'s mount is still there');
 });
+
+test.serial('a CreateNetwork that fails after the bind (a file already at the pin path) leaves no mount', async (t) => {
+  const { d, netnsDir } = await daemon(t);
+  execFileSync('mkdir', ['-p', netnsDir]);
+  const taken = path.join(netnsDir, `knit-default-${P}g`);
+  writeFileSync(taken, 'not a netns\n');
+  await t.throwsAsync(create(d(), `${P}g`, netnsDir));
+  t.is(readFileSync(taken, 'utf8'), 'not a netns\n');
+  t.deepEqual(mountsUnder(netnsDir), [], 'the bind made for the failed pin was taken back');
+});
