@@ -70,6 +70,7 @@ async function removeTmpLeftovers(file: string): Promise<void> {
 
 export async function removeOwnedFile(a: FileRemoveAction): Promise<void> {
   if (a.sha256 !== undefined) {
+    await removeTmpLeftovers(a.path);
     let st;
     try {
       st = await lstat(a.path);
@@ -81,7 +82,6 @@ export async function removeOwnedFile(a: FileRemoveAction): Promise<void> {
     const handle = await open(a.path, constants.O_RDONLY | constants.O_NOFOLLOW);
     const content = await readFile(handle).finally(() => handle.close());
     if (createHash('sha256').update(content).digest('hex') !== a.sha256) return; // someone else's now
-    await removeTmpLeftovers(a.path);
   }
   try {
     await unlink(a.path);

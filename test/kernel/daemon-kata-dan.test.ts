@@ -2,6 +2,7 @@
 // only inside the configured kata.danDir (symlinks resolved), never over a file knit did not
 // write, and detach, rollback and crash repair remove only the file knit wrote.
 import test from 'ava';
+import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -110,7 +111,7 @@ test.serial('detach leaves a DAN file someone else replaced since the attach', a
   rmSync(file);
 });
 
-test.serial('kill -9 after the DAN file is written: the next start removes it; before it is written: a stranger\'s file there stays', async (t) => {
+test.serial('kill -9 after the DAN file is written: the next start removes it; before: a stranger\'s file there stays, knit\'s temporary file goes', async (t) => {
   const [, , , , , idAfter, idBefore] = ids;
   const plan = await d!.call('Plan', { attach: { sandbox_id: idAfter, netns_path: netns, runtime: 'KATA', interfaces: [{ name: 'eth0', binding: { mode: 'host-tap' } }] } });
   const write = plan.steps.findIndex((s: { description: string }) => s.description.startsWith('write Kata DAN file'));
@@ -124,10 +125,14 @@ test.serial('kill -9 after the DAN file is written: the next start removes it; b
 
   const stranger = path.join(danDir, `${idBefore}.json`);
   writeFileSync(stranger, 'not knit\'s\n');
+  // What a kill -9 inside the write would leave: knit's temporary file (named from the DAN file's name).
+  const leftover = path.join(danDir, `.knit-${createHash('sha256').update(`${idBefore}.json`).digest('hex').slice(0, 16)}.0123456789ab.tmp`);
+  writeFileSync(leftover, '{"devices"');
   await d.stop();
   armed = await d.restart({ KNIT_FAILPOINT: `attach:${write}` });
   d = await crashAndRestart(armed, () => attach(idBefore, {}, armed));
   t.is(readFileSync(stranger, 'utf8'), 'not knit\'s\n', 'rolling back the unfinished attach left the stranger\'s file');
+  t.false(existsSync(leftover), 'and removed knit\'s half-written temporary file');
   await noTapsOf(idBefore);
   t.is((await d.call('List', {})).sandboxes.length, 0);
   rmSync(stranger);
