@@ -1,6 +1,6 @@
 // Reading InterfaceRequest.binding (a string map of strategy options) with errors that name
 // the exact field: "interfaces[1].binding.queues: ...".
-import { KnitError } from '../../src/base/errors.js';
+import { KnitError, quote } from '../../src/base/errors.js';
 import type { InterfaceRequest } from '../../src/base/types.js';
 import type { InterfaceInput } from '../../src/base/strategy.js';
 
@@ -60,6 +60,16 @@ export class BindingReader {
       throw this.invalid(key, `"${v}" is not an absolute directory path without . or .. segments`);
     }
     return v.length > 1 ? v.replace(/\/+$/, '') : v;
+  }
+
+  /** dir(), and it must be root (the default) or lie below it; `what` says what root is. */
+  dirWithin(key: string, root: string, what: string): string {
+    const v = this.dir(key, root);
+    const r = root.length > 1 ? root.replace(/\/+$/, '') : root;
+    if (v !== r && !v.startsWith(r === '/' ? '/' : `${r}/`)) {
+      throw this.invalid(key, `${quote(this.options[key] ?? v)} is outside ${r}, ${what}`);
+    }
+    return v;
   }
 }
 

@@ -6,6 +6,7 @@
 // One DAN file describes the whole sandbox and Kata then ignores the netns, so a sandbox with
 // a host-tap interface can have no other interface: planInterface sees one interface's
 // addresses at a time and cannot write the others' entries into the shared file.
+import { createHash } from 'node:crypto';
 import type { Step } from '../../src/base/plan.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag, hostIfName } from '../../src/base/names.js';
@@ -57,10 +58,12 @@ export function planHostTap(input: InterfaceInput, opts: KataOptions): Interface
 
   const path = danPath(opts.danDir, sandboxId);
   const dan: DanConfig = { devices: [danDevice(tap, opts.queues, guest)] };
+  const content = `${JSON.stringify(dan, null, 2)}\n`;
+  // Created exclusively inside the configured dir; removed only while it holds what knit wrote.
   steps.push({
     description: `write Kata DAN file ${path}`,
-    do: { op: 'file.write', path, content: `${JSON.stringify(dan, null, 2)}\n`, mode: 0o644 },
-    undo: { op: 'file.remove', path },
+    do: { op: 'file.write', path, content, mode: 0o644, within: opts.danRoot },
+    undo: { op: 'file.remove', path, sha256: createHash('sha256').update(content).digest('hex') },
   });
 
   const handoff = tapHandoff({

@@ -6,8 +6,9 @@ import { MAX_QUEUES } from '../common/tap.js';
 export const KATA_MODES = ['tcfilter', 'macvtap', 'host-tap'] as const;
 export type KataMode = (typeof KATA_MODES)[number];
 
-/** Kata's dan_conf default (configuration-qemu.toml.in); binding.danDir overrides it for
- * runtimes configured with another dan_conf. */
+/** Kata's dan_conf default (DEFDANCONF in runtime-rs's Makefile), and knit's kata.danDir
+ * default. binding.danDir may name a directory below the configured one, never elsewhere:
+ * knit writes as root, and a request must not choose where. */
 export const DEFAULT_DAN_DIR = '/run/kata-containers/dans';
 
 export interface KataOptions {
@@ -19,6 +20,8 @@ export interface KataOptions {
   /** Queue pairs; Kata uses the VM's vCPU count, which knit cannot see: say it here. */
   queues: number;
   danDir: string;
+  /** The configured directory danDir lies in (InterfaceInput.danDir). */
+  danRoot: string;
 }
 
 export function kataOptions(input: InterfaceInput): KataOptions {
@@ -28,11 +31,13 @@ export function kataOptions(input: InterfaceInput): KataOptions {
   if (mode !== 'host-tap' && reader.options.danDir !== undefined) {
     throw reader.invalid('danDir', 'only applies to mode host-tap');
   }
+  const danRoot = input.danDir ?? DEFAULT_DAN_DIR;
   return {
     index,
     slot: input.slot ?? index,
     mode,
     queues: reader.int('queues', 1, MAX_QUEUES, 1),
-    danDir: reader.dir('danDir', DEFAULT_DAN_DIR),
+    danDir: reader.dirWithin('danDir', danRoot, 'the directory knit writes Kata DAN files in (config kata.danDir)'),
+    danRoot,
   };
 }

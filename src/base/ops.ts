@@ -203,9 +203,13 @@ export type OpName = Op['op'];
 /** nftables table applied from a ruleset (`nft -f`) inside a netns; undone by deleting it. */
 export interface NftApplyAction { op: 'nft.apply'; family: 'inet' | 'ip' | 'ip6'; table: string; ruleset: string }
 export interface NftDeleteAction { op: 'nft.delete'; family: 'inet' | 'ip' | 'ip6'; table: string; ignoreMissing?: boolean }
-/** A file a launcher reads (Kata's DAN file), written atomically. */
-export interface FileWriteAction { op: 'file.write'; path: string; content: string; mode?: number }
-export interface FileRemoveAction { op: 'file.remove'; path: string; ignoreMissing?: boolean }
+/** A file a launcher reads (Kata's DAN file). With `within` (the configured directory it must
+ * stay inside, checked with symlinks resolved), it is created exclusively: whatever already
+ * lies at `path` is refused, never overwritten. Older records carry neither field. */
+export interface FileWriteAction { op: 'file.write'; path: string; content: string; mode?: number; within?: string }
+/** With `sha256` (of the content knit wrote), the file is removed only while it still holds
+ * that content: a file knit did not write is left where it is. */
+export interface FileRemoveAction { op: 'file.remove'; path: string; ignoreMissing?: boolean; sha256?: string }
 
 // Device actions (src/devices/actions.ts): sysfs writes, read-backs and the RDMA tool. sysfsRoot
 // is recorded with the action so recovery writes where the attach wrote (default /sys).

@@ -60,6 +60,8 @@ export interface InterfaceInput {
   slot?: number;
   /** What this strategy's prepare() answered for this interface (device strategies). */
   prepared?: unknown;
+  /** The directory Kata DAN files are confined to (config kata.danDir). Absent: Kata's default. */
+  danDir?: string;
 }
 
 export interface PlannedIp {
@@ -83,6 +85,8 @@ export interface PrepareContext {
   runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
   /** sysfs root from the config ('/sys'). */
   sysfsRoot: string;
+  /** Where Kata DAN files may go (config kata.danDir); reaches planInterface as input.danDir. */
+  danDir?: string;
   /** The sandbox (not this one) whose record holds this PCI device, if any. */
   holderOf(pciAddress: string): string | undefined;
   /** Takes the node-wide lock on key until this attach ends (recorded or rolled back), without

@@ -9,6 +9,7 @@ import { ConfigSyntaxError, formatKeyPath, parseConfigText as parseText } from '
 import { resolveConfig, type KnitConfig } from './resolve.js';
 import { configSchema } from './schema.js';
 import { fromZodIssues } from './zod-issues.js';
+import { refuseInsecure } from './permissions.js';
 
 export interface LocatedIssue {
   /** Key path such as networks[0].ipv4.subnet ("" for the whole document). */
@@ -71,6 +72,7 @@ export async function loadConfig(path: string | undefined): Promise<LoadedConfig
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { config: defaultConfig(), source: 'embedded default', path };
     throw new ConfigError(path, [{ path: '', message: `cannot read: ${(err as Error).message}` }]);
   }
+  refuseInsecure('config', path);
   return { config: parseConfigText(text, path), source: 'file', path };
 }
 
@@ -82,6 +84,7 @@ export async function readConfigFile(path: string): Promise<KnitConfig> {
   } catch (err) {
     throw new ConfigError(path, [{ path: '', message: `cannot read: ${(err as Error).message}` }]);
   }
+  refuseInsecure('config', path);
   return parseConfigText(text, path);
 }
 

@@ -58,6 +58,8 @@ export interface KnitConfig {
   instance: string;
   /** sysfs for device attachments (schema.ts). */
   sysfsRoot: string;
+  /** Kata: the directory DAN files are confined to (schema.ts). */
+  kata: { danDir: string };
   defaultNetwork: string;
   networks: NetworkConfig[];
 }

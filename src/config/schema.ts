@@ -146,6 +146,13 @@ export const configSchema = z.strictObject({
   /** Where SR-IOV / VFIO / RDMA devices are read and rebound. Only tests point it elsewhere
    * (a simulated tree: this machine has no SR-IOV hardware). */
   sysfsRoot: absolutePath.default('/sys'),
+  kata: z
+    .strictObject({
+      /** The only directory knit writes Kata DAN files in (binding.danDir may name one below
+       * it): Kata runtime-rs's dan_conf default, DEFDANCONF in src/runtime-rs/Makefile. */
+      danDir: absolutePath.default('/run/kata-containers/dans'),
+    })
+    .prefault({}),
   // prefault: the default goes through the schema, so its own defaults (mtu, routes...) apply.
   networks: z.array(networkSchema).min(1).prefault(() => [{ name: 'knit0', mode: 'bridge', bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });

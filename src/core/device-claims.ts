@@ -9,6 +9,7 @@ import type { SandboxRecord } from './record.js';
 export interface PrepareEnv {
   runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
   sysfsRoot: string;
+  danDir?: string;
   records(): Iterable<SandboxRecord>;
 }
 
@@ -22,6 +23,7 @@ export class DeviceClaims {
     const ctx: PrepareContext = {
       runOps: env.runOps,
       sysfsRoot: env.sysfsRoot,
+      ...(env.danDir !== undefined && { danDir: env.danDir }),
       holderOf: (pciAddress) => {
         for (const r of env.records()) {
           if (r.sandboxId !== sandboxId && r.result.interfaces.some((i) => i.pciId === pciAddress)) return r.sandboxId;

@@ -39,6 +39,7 @@ export async function planInterfaces(
       sandboxId: req.sandboxId, netnsPath: req.netnsPath, request: req, iface, network: networks[k], addresses: allocations[k].addresses,
       defaultRoute: i === defaultIndex,
       slot: slots[k],
+      ...(ctx.danDir !== undefined && { danDir: ctx.danDir }),
     };
     if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
     const plan = strategy.planInterface(input);

@@ -203,6 +203,7 @@ export class SandboxManager implements SandboxService {
     return {
       runOps: (ns, ops) => this.deps.runner.runOps(ns, ops),
       sysfsRoot: this.deps.sysfsRoot?.() ?? '/sys',
+      ...(this.deps.danDir && { danDir: this.deps.danDir() }),
       records: () => this.deps.records.values(),
     };
   }

@@ -68,6 +68,8 @@ export interface ManagerDeps {
   hooks?: ManagerHooks;
   /** sysfs root for device attachments (config sysfsRoot; default '/sys'). */
   sysfsRoot?: () => string;
+  /** Where Kata DAN files are confined (config kata.danDir; absent: Kata's default). */
+  danDir?: () => string;
   /** Conditions an operator must see in NodeStatus.message that do not make the node unready
    * (e.g. queued CNI DELs that gave up). */
   conditions?: () => Promise<string[]>;

@@ -3,9 +3,9 @@
 // launcher reads, CNI plugin chains (src/cni-exec), and for host ports conntrack flushes
 // (conntrack(8)) and giving a device's route_localnet back.
 import { execFile } from 'node:child_process';
-import { unlink, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import type { ConntrackFlushAction, HostAction, LocalnetRestoreAction, OpResult } from '../base/ops.js';
-import { atomicWriteFile } from '../store/atomic.js';
+import { removeOwnedFile, writeOwnedFile } from './owned-files.js';
 import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
 import { withHandle } from '../net/handle.js';
 import { runCniAction, type CniHooks } from '../cni-exec/action.js';
@@ -88,14 +88,9 @@ export async function runHostAction(netns: string | undefined, a: HostAction, cn
       }
       return;
     case 'file.write':
-      return atomicWriteFile(a.path, a.content, a.mode ?? 0o644);
+      return writeOwnedFile(a);
     case 'file.remove':
-      try {
-        await unlink(a.path);
-      } catch (err) {
-        if (!(a.ignoreMissing && (err as NodeJS.ErrnoException).code === 'ENOENT')) throw err;
-      }
-      return;
+      return removeOwnedFile(a);
     default:
       // SR-IOV / VFIO / RDMA device actions (src/devices/actions.ts).
       return runDeviceAction(netns, a, defaultDeviceEnv((ns, ops) => withHandle(ns, (h) => h.run(ops))));

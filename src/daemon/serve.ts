@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
+import { refuseInsecureDirs } from '../config/permissions.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { DaemonActionRunner } from './action-runner.js';
@@ -58,6 +59,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const log = pino({ level: config.logLevel, base: { pid: process.pid } });
   setInstance(config.instance);
   log.info({ config: loaded.source }, 'knit starting');
+  // Before anything is made: a directory another user can write would steer a root daemon.
+  refuseInsecureDirs(config);
 
   await mkdir(config.runDir, { recursive: true, mode: 0o700 });
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
@@ -131,6 +134,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     handoff: tokens,
     hooks,
     sysfsRoot: () => config.sysfsRoot,
+    danDir: () => config.kata.danDir,
     conditions: cniDeleteConditions,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
@@ -181,6 +185,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   const stopWatch = opts.config
     ? watchConfig(opts.config, async (next) => {
+        refuseInsecureDirs(next); // a reload must not bring in what start-up refuses
         // New bridges first, then the pools (which refuse, keeping the old config, if a held
         // address would not fit), then the switch: attaches meanwhile see the old config whole.
         const nextUnready = await setUpNetworks(next.networks);

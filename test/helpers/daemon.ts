@@ -190,7 +190,8 @@ export async function cleanupDaemon(d: Daemon | undefined, o: { prefix: string }
     if (mine) removeLinkQuietly(l.ifname);
   }
   if (d) {
-    // KNI CreateNetwork made the daemon's netns dir a shared bind mount (as `ip netns` does).
+    // KNI CreateNetwork makes the daemon's netns dir a shared bind mount (as `ip netns` does);
+    // knit unmounts it with its last pin, but a test that failed midway may leave one.
     try {
       execFileSync('umount', [path.join(d.dir, 'netns')], { stdio: 'ignore' });
     } catch {

@@ -27,7 +27,7 @@ export interface Env {
   sandboxId: string;
   v4: Allocation;
   v6: Allocation;
-  /** A private directory for Kata DAN files. */
+  /** A private directory for Kata DAN files (the plans' configured kata.danDir). */
   danDir: string;
   /** Host devices the plans run in this env create. */
   hostNames: Set<string>;
@@ -78,6 +78,8 @@ export function envInput(env: Env, ifaces: InterfaceRequest[], opts: { index?: n
   });
   return {
     ...base,
+    // The configured kata.danDir: the env's own directory.
+    danDir: env.danDir,
     network: network(env.mode, {
       ...(env.bridge ? { bridge: env.bridge } : {}),
       ipv4: { subnet: `${env.v4.address.split('.').slice(0, 3).join('.')}.0/24`, gateway: env.v4.gateway! },

@@ -55,7 +55,7 @@ test('kata macvtap: bridge-mode macvtap with the guest MAC on an address-less ve
 
 test('kata host-tap (bridge): a host tap on the bridge and the DAN file; nothing in the netns; undo removes both', async (t) => {
   const env = makeEnv(t, 'kvkh', 'bridge');
-  const input = envInput(env, [{ name: 'eth0', binding: { mode: 'host-tap', queues: '2', danDir: env.danDir } }], { runtime: 'kata' });
+  const input = envInput(env, [{ name: 'eth0', binding: { mode: 'host-tap', queues: '2' } }], { runtime: 'kata' });
   const plan = await attach(t, env, kataStrategy, input);
   t.deepEqual(await check(env, input, plan), { ok: true, differences: [] });
   const h = handoffOf(plan);
@@ -78,7 +78,7 @@ test('kata host-tap (bridge): a host tap on the bridge and the DAN file; nothing
 
 test('kata host-tap (routed): gateway MAC on the tap, host routes and forwarding on it; undo removes them', async (t) => {
   const env = makeEnv(t, 'kvkr', 'routed');
-  const plan = await attach(t, env, kataStrategy, envInput(env, [{ name: 'eth0', binding: { mode: 'host-tap', danDir: env.danDir } }], { runtime: 'kata', dual: true }));
+  const plan = await attach(t, env, kataStrategy, envInput(env, [{ name: 'eth0', binding: { mode: 'host-tap' } }], { runtime: 'kata', dual: true }));
   const name = handoffOf(plan).name;
   t.is(link(undefined, name)?.address, 'ee:ee:ee:ee:ee:ee');
   t.deepEqual(routes(undefined, `${env.v4.address}/32`).map((r: Json) => [r.dev, r.scope]), [[name, 'link']]);

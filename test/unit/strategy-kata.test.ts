@@ -1,11 +1,12 @@
 // The kata strategy's plans: tcfilter (default), macvtap, host-tap with the DAN file. Pure
 // plan shapes; the kernel tier runs the same plans in a netns.
 import test from 'ava';
+import { createHash } from 'node:crypto';
 import { kataStrategy } from '../../runtimes/kata/index.js';
 import { strategies } from '../../runtimes/index.js';
 import { KnitError } from '../../src/base/errors.js';
 import type { InterfaceRequest } from '../../src/base/types.js';
-import type { FileWriteAction, RouteOp, TunAddOp } from '../../src/base/ops.js';
+import type { FileRemoveAction, FileWriteAction, RouteOp, TunAddOp } from '../../src/base/ops.js';
 import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
 import type { DanConfig } from '../../runtimes/kata/dan.js';
 import { makeInput, NETNS, SANDBOX, V4, V6, inNetns, ops, planProblems } from './strategy-plan-check.js';
@@ -114,7 +115,8 @@ test('host-tap (bridge network): a host tap on the bridge, nothing in the netns,
   t.like(plan.steps[2].do, { op: 'link.set', link: tap, hairpin: true });
   const write = plan.steps.at(-1)!;
   const path = `/run/kata-containers/dans/${SANDBOX}.json`;
-  t.like(write, { do: { op: 'file.write', path }, undo: { op: 'file.remove', path } });
+  t.like(write, { do: { op: 'file.write', path, within: '/run/kata-containers/dans' }, undo: { op: 'file.remove', path } });
+  t.is((write.undo as FileRemoveAction).sha256, createHash('sha256').update((write.do as FileWriteAction).content).digest('hex'), 'undo removes only what was written');
   t.deepEqual(plan.interfaces.map((i) => [i.name, i.sandbox]), [[tap, undefined]]);
   t.like(handoffOf(plan), { model: 'host-tap', name: tap, netns: null, queues: 2, podIpsOn: 'guest', dan: { path } });
 
@@ -135,7 +137,8 @@ test('host-tap (bridge network): a host tap on the bridge, nothing in the netns,
 });
 
 test('host-tap (routed network): gateway MAC on the tap, host routes to it, neighbour in the DAN file', (t) => {
-  const plan = kataStrategy.planInterface(makeInput('kata', [eth0({ mode: 'host-tap', danDir: '/var/lib/kata/dan/' })], { mode: 'routed', addresses: [V4, V6] }));
+  const input = makeInput('kata', [eth0({ mode: 'host-tap', danDir: '/var/lib/kata/dan/' })], { mode: 'routed', addresses: [V4, V6] });
+  const plan = kataStrategy.planInterface({ ...input, danDir: '/var/lib/kata' });
   t.deepEqual(planProblems(plan.steps), []);
   const tap = (plan.steps[0].do as TunAddOp).name;
   t.like(plan.steps[1].do, { mac: 'ee:ee:ee:ee:ee:ee' });
@@ -145,6 +148,7 @@ test('host-tap (routed network): gateway MAC on the tap, host routes to it, neig
   t.true(plan.steps.some((s) => s.do.op === 'sysctl.set' && s.do.key === `net.ipv4.conf.${tap}.forwarding`));
   const write = plan.steps.at(-1)!.do as FileWriteAction;
   t.is(write.path, `/var/lib/kata/dan/${SANDBOX}.json`);
+  t.is(write.within, '/var/lib/kata');
   const dev = (JSON.parse(write.content) as DanConfig).devices[0];
   t.deepEqual(dev.network_info.interface.ip_addresses, ['10.88.0.5/32', 'fd88::5/128']);
   t.deepEqual(dev.network_info.routes[0], { dest: '', gateway: '169.254.1.1', source: '', scope: 0, flags: 4 });
@@ -172,6 +176,10 @@ test('bad kata options are INVALID_ARGUMENT naming the field', (t) => {
   invalidField(t, plan({ vhost: 'on' }), 'interfaces[1].binding.vhost');
   invalidField(t, () => kataStrategy.planInterface(makeInput('kata', [eth0({ mode: 'host-tap', danDir: 'dans' })])), 'interfaces[0].binding.danDir');
   invalidField(t, () => kataStrategy.planInterface(makeInput('kata', [eth0({ mode: 'host-tap', danDir: '/run/../etc' })])), 'interfaces[0].binding.danDir');
+  // Only kata.danDir (default Kata's /run/kata-containers/dans) or a directory below it.
+  for (const danDir of ['/etc', '/run/kata-containers', '/run/kata-containers/dans-x', '/']) {
+    invalidField(t, () => kataStrategy.planInterface(makeInput('kata', [eth0({ mode: 'host-tap', danDir })])), 'interfaces[0].binding.danDir');
+  }
 });
 
 test('host-tap must be the sandbox\'s only interface (one DAN file, used exclusively)', (t) => {
