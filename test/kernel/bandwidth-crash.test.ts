@@ -28,6 +28,7 @@ test.after.always(async () => {
 });
 
 test.serial('kill -9 before each bandwidth step of an attach, and before each inverse of a detach: the next start leaves nothing', async (t) => {
+  t.timeout(480_000); // some twenty kill -9 and restarts, each a fresh daemon start
   const p = pod(1);
   d = await startDaemon(opts);
   const { steps } = await d.call('Plan', { attach: req(p.id, p.path) });
