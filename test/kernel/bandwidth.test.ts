@@ -69,6 +69,7 @@ test.serial('runc: both directions held near the limit by tbf on the host end an
   const hostEnd = hostIfName(p.id, 'eth0');
   t.is(result.interfaces.find((i: any) => !i.sandbox).name, hostEnd);
   assertShaped(t, p.id, 'eth0', hostEnd, LIMIT, LIMIT);
+  t.deepEqual(tc(p.ns, 'qdisc', 'show').filter((q: any) => q.kind === 'tbf' || q.kind === 'ingress'), [], 'nothing in the pod to undo');
   t.is(recordVersion(p.id), 3, 'a plan with bandwidth steps is written as format 3');
   t.is(recordVersion(free.id), 1, 'one without stays format 1');
 

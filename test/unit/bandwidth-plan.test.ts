@@ -34,26 +34,31 @@ test('no limit, no steps; ingress only is one tbf; egress only is the ifb, its t
   t.true(egress.every((s) => s.netns === undefined), 'all on the host, where the sandbox cannot reach');
 });
 
-const cases: [string, 'runc' | 'kata' | 'kubevirt', Record<string, string> | undefined, (id: string) => string][] = [
+const cases: [string, 'runc' | 'kata' | 'kubevirt', Record<string, string> | undefined, (id: string) => string, ('bridge' | 'routed')?][] = [
   ['runc', 'runc', undefined, (id) => hostIfName(id, 'eth0')],
+  ['runc routed', 'runc', undefined, (id) => hostIfName(id, 'eth0'), 'routed'],
+  ['kubevirt bridge', 'kubevirt', { binding: 'bridge' }, (id) => hostIfName(id, 'eth0-nic')],
   ['kata tcfilter', 'kata', { mode: 'tcfilter' }, (id) => hostIfName(id, 'eth0')],
   ['kata macvtap', 'kata', { mode: 'macvtap' }, (id) => hostIfName(id, 'eth0')],
   ['kata host-tap', 'kata', { mode: 'host-tap', danDir: '/run/kata-dan' }, (id) => hostIfName(id, 'eth0', 't')],
   ['kubevirt masquerade', 'kubevirt', { binding: 'masquerade' }, (id) => hostIfName(id, 'eth0')],
   ['kubevirt tap', 'kubevirt', { binding: 'tap' }, (id) => hostIfName(id, 'eth0')],
 ];
-for (const [name, runtime, binding, hostDev] of cases) {
+for (const [name, runtime, binding, hostDev, mode] of cases) {
   test(`${name}: the limit is shaped on the host device, every step sound, record format 3, the ifb owned`, async (t) => {
     const iface: InterfaceRequest = { name: 'eth0', ...(binding ? { binding } : {}), bandwidth: bw };
-    const plan = await strategies[runtime].planInterface(makeInput(runtime, [iface]));
+    const plan = await strategies[runtime].planInterface(makeInput(runtime, [iface], { mode }));
     t.deepEqual(planProblems(plan.steps, BRIDGE), []);
     const dev = hostDev(SANDBOX);
     t.true(plan.steps.some((s) => !s.netns && s.do.op === 'qdisc.add' && s.do.kind === 'tbf' && s.do.link === dev), `tbf on ${dev}`);
-    t.true(plan.steps.some((s) => !s.netns && s.do.op === 'filter.add' && s.do.link === dev && s.do.redirectTo === ifbName(SANDBOX, 'eth0')));
+    // The ifb is named from the interface the host device is named from (KubeVirt bridge: eth0-nic).
+    const ifb = plan.steps.find((s) => !s.netns && s.do.op === 'link.add' && s.do.kind === 'ifb')?.do as { name: string } | undefined;
+    t.regex(ifb?.name ?? '', /^knb[0-9a-f]{9}$/);
+    t.true(plan.steps.some((s) => !s.netns && s.do.op === 'filter.add' && s.do.link === dev && s.do.redirectTo === ifb?.name));
     t.is(recordVersionFor(plan.steps), 3);
     const rec = { steps: plan.steps, result: { interfaces: plan.interfaces } } as unknown as SandboxRecord;
-    t.true(ownedHostDevices(rec).includes(ifbName(SANDBOX, 'eth0')));
-    const plain = await strategies[runtime].planInterface(makeInput(runtime, [{ ...iface, bandwidth: undefined }]));
+    t.true(ownedHostDevices(rec).includes(ifb!.name));
+    const plain = await strategies[runtime].planInterface(makeInput(runtime, [{ ...iface, bandwidth: undefined }], { mode }));
     t.true(recordVersionFor(plain.steps) < 3, 'without a limit the older format is kept');
   });
 }
