@@ -28,6 +28,7 @@
         "native/src/nl/addr.cc",
         "native/src/nl/route.cc",
         "native/src/nl/neigh.cc",
+        "native/src/nl/tbf.cc",
         "native/src/nl/tc.cc",
         "native/src/nl/vf.cc",
         "native/src/nl/sysctl_tun_ops.cc",

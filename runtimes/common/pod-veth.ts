@@ -8,6 +8,7 @@ import type { ResultRoute } from '../../src/base/types.js';
 import { aliasTag, hostIfName, podMac } from '../../src/base/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../../src/base/strategy.js';
 import { interfaceIndex } from './binding-options.js';
+import { planBandwidth } from './bandwidth.js';
 
 /** Routed mode: the pod's gateway is a link-local address answered by a fixed MAC on the host
  * end (a permanent neighbour entry in the pod), so no proxy ARP and no address on the host. */
@@ -76,6 +77,9 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
       });
     }
   }
+
+  // Limits are shaped on the host end, where the sandbox cannot reach them.
+  steps.push(...planBandwidth(sandboxId, iface.name, veth.hostName, veth.mtu, iface.bandwidth));
 
   const ips: PlannedIp[] = [];
   const routes: ResultRoute[] = [];

@@ -15,6 +15,7 @@ import { planPodVeth, ROUTED_HOST_MAC } from '../common/pod-veth.js';
 import { guestConfigFrom, splitPodL3 } from '../common/guest-config.js';
 import { planTap } from '../common/tap.js';
 import { tapHandoff } from '../common/tap-handoff.js';
+import { planBandwidth } from '../common/bandwidth.js';
 import { danDevice, danPath, type DanConfig } from './dan.js';
 import type { KataOptions } from './options.js';
 
@@ -55,6 +56,9 @@ export function planHostTap(input: InterfaceInput, opts: KataOptions): Interface
       steps.push({ description: `forward IPv4 arriving on ${tap}`, do: { op: 'sysctl.set', key: `net.ipv4.conf.${tap}.forwarding`, value: '1' } });
     }
   }
+
+  // The tap is the guest's path to the node here: limits are shaped on it.
+  steps.push(...planBandwidth(sandboxId, input.iface.name, tap, veth.mtu, input.iface.bandwidth));
 
   const path = danPath(opts.danDir, sandboxId);
   const dan: DanConfig = { devices: [danDevice(tap, opts.queues, guest)] };

@@ -4,6 +4,7 @@ import type {
   AttachRequest,
   AttachResult,
   AttachmentState,
+  Bandwidth,
   DnsConfig,
   Extension,
   NodeStatus,
@@ -19,6 +20,7 @@ import type {
   RuntimeName,
   StateName,
   WireAttachRequest,
+  WireBandwidth,
   WireDns,
   WireExtension,
   WireIpConfig,
@@ -40,6 +42,16 @@ const phaseName: Record<Extension['phase'], PhaseName> = { 'post-attach': 'POST_
 
 export function runtimeToWire(r: RuntimeKind): RuntimeName {
   return runtimeWireName(r);
+}
+
+/** uint64 fields as decimal strings; 0 where a direction has no limit (the proto's default). */
+function bandwidthToWire(b: Bandwidth): WireBandwidth {
+  return {
+    ingress_rate: String(b.ingress?.rate ?? 0),
+    ingress_burst: String(b.ingress?.burst ?? 0),
+    egress_rate: String(b.egress?.rate ?? 0),
+    egress_burst: String(b.egress?.burst ?? 0),
+  };
 }
 
 function dnsToWire(d: DnsConfig | undefined): WireDns | null {
@@ -137,6 +149,7 @@ export function requestToWire(r: AttachRequest): WireAttachRequest {
           }
         : null,
       binding: i.binding ?? {},
+      bandwidth: i.bandwidth ? bandwidthToWire(i.bandwidth) : null,
       default_route: i.defaultRoute ?? false,
     })),
     port_mappings: r.portMappings.map((p) => ({

@@ -38,6 +38,8 @@ export interface VethPeer {
 export type LinkAddOp =
   | (LinkCommon & { op: 'link.add'; kind: 'veth'; peer: VethPeer })
   | (LinkCommon & { op: 'link.add'; kind: 'bridge'; stpOff?: boolean })
+  /** An intermediate functional block: traffic redirected to it can be shaped as it leaves. */
+  | (LinkCommon & { op: 'link.add'; kind: 'ifb' })
   | (LinkCommon & {
       op: 'link.add';
       kind: 'macvlan' | 'macvtap';
@@ -130,6 +132,11 @@ export interface QdiscOp extends Tolerant {
   link: LinkRef;
   kind: 'ingress' | 'clsact';
 }
+/** sch_tbf as the device's root qdisc (handle 1:): what leaves the device is held to `rate`
+ * bytes/s, with bursts of up to `burst` bytes, and at most `limit` bytes wait for tokens. */
+export interface TbfQdiscAddOp { op: 'qdisc.add'; link: LinkRef; kind: 'tbf'; rate: number; burst: number; limit: number }
+/** Removes the root tbf (only a tbf with handle 1:). */
+export interface TbfQdiscDelOp extends Tolerant { op: 'qdisc.del'; link: LinkRef; kind: 'tbf' }
 export interface QdiscListOp { op: 'qdisc.list'; link?: LinkRef }
 
 /** u32 match-all filter with a mirred egress redirect: Kata's tcfilter pattern. */
@@ -193,7 +200,7 @@ export interface TunOpenOp {
 export type Op =
   | LinkAddOp | LinkSetOp | LinkDelOp | LinkDelGroupOp | LinkGetOp | LinkListOp
   | AddrOp | AddrListOp | RouteOp | RouteListOp | NeighOp | NeighListOp
-  | QdiscOp | QdiscListOp | RedirectFilterAddOp | FilterDelOp | FilterListOp
+  | QdiscOp | TbfQdiscAddOp | TbfQdiscDelOp | QdiscListOp | RedirectFilterAddOp | FilterDelOp | FilterListOp
   | VfSetOp | SysctlSetOp | SysctlGetOp | TunAddOp | TunOpenOp;
 
 export type OpName = Op['op'];
@@ -309,7 +316,11 @@ export interface VfInfo {
 export interface AddrInfo { index: number; family: 4 | 6; address: string; prefixLen: number; peer?: string; scope: string; flags: string[] }
 export interface RouteInfo { family: 4 | 6; dst: string; gateway?: string; index?: number; table: number; metric?: number; scope: string; protocol: string; mtu?: number; onlink?: boolean; src?: string }
 export interface NeighInfo { index: number; family: 4 | 6; address: string; lladdr?: string; state: string[]; proxy: boolean }
-export interface QdiscInfo { index: number; kind: string; handle: string; parent: string }
+export interface QdiscInfo {
+  index: number; kind: string; handle: string; parent: string;
+  /** tbf: its rate in bytes per second and its queue limit in bytes. */
+  rate?: number; limit?: number;
+}
 export interface FilterInfo { index: number; kind: string; prio: number; protocol: number; redirectTo?: number }
 
 /** What a change answers: the ifindex it acted on when known, and {skipped: true} when it had

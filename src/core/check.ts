@@ -6,6 +6,7 @@ import type { CheckReport } from '../base/types.js';
 import type { AddrInfo, RouteInfo } from '../base/ops.js';
 import { findLinkIn } from '../net/find-link.js';
 import { podIpsOn } from '../base/handoff.js';
+import { bandwidthDifferences } from './check-bandwidth.js';
 
 /** The bridge each host end of a bridge-mode network belongs on: host device name -> bridge. */
 function expectedMasters(rec: SandboxRecord, bridgeOf: (network: string) => string | undefined): Map<string, string> {
@@ -69,6 +70,7 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, brid
       if (!found) differences.push(`route ${route.dst}${route.gw ? ` via ${route.gw}` : ''} is missing ${where}`);
     }
   }
+  differences.push(...(await bandwidthDifferences(rec.steps, runOps)));
   // Routes are the sandbox's, looked at from each interface that holds addresses: say each once.
   const unique = [...new Set(differences)];
   return { ok: unique.length === 0, differences: unique };

@@ -11,7 +11,7 @@ import { allocateInterface, previewInterface, releaseInterfaces } from './addres
 import { composeResult, defaultRouteIndex, freeSlot, planInterfaces } from './interface-plans.js';
 import { withChainParts } from './cni-steps.js';
 import type { IpamPort, RecordStorePort } from './ports.js';
-import type { InterfaceAllocation, SandboxRecord } from './record.js';
+import { recordVersionFor, type InterfaceAllocation, type SandboxRecord } from './record.js';
 import type { AttachResult, InterfaceRequest, RuntimeKind } from '../base/types.js';
 
 export interface HotplugContext {
@@ -74,6 +74,8 @@ async function planAdd(hc: HotplugContext, rec: SandboxRecord, iface: InterfaceR
     const allParts = [...rec.parts!, ...parts];
     const record: SandboxRecord = {
       ...rec,
+      // The added steps may need a newer format (a bandwidth limit) than the record had.
+      version: Math.max(rec.version, recordVersionFor(steps)) as SandboxRecord['version'],
       request,
       allocations: [...rec.allocations, allocation],
       steps: [...rec.steps, ...steps],

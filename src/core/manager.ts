@@ -91,7 +91,7 @@ export class SandboxManager implements SandboxService {
   private admit(req: AttachRequest) {
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
-    refuseBandwidth(req.interfaces, this.isCniNetwork);
+    refuseBandwidth(req.interfaces);
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
     if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
@@ -262,11 +262,8 @@ export class SandboxManager implements SandboxService {
     };
   }
 
-  private readonly isCniNetwork = (iface: InterfaceRequest): boolean =>
-    this.deps.networks().get(iface.network || this.deps.defaultNetwork())?.mode === 'cni';
-
   async addInterface(sandboxId: string, iface: InterfaceRequest): Promise<AttachResult> {
-    refuseBandwidth([iface], this.isCniNetwork, 'interface');
+    refuseBandwidth([iface], 'interface');
     const { result, changed } = await this.locks.run(sandboxId, () => addInterface(this.hotplug(), sandboxId, iface));
     if (changed) this.events.emit('event', { type: 'interface-added', sandboxId, result } satisfies WatchEvent);
     return this.deps.handoff?.decorate(result) ?? result;
@@ -278,7 +275,7 @@ export class SandboxManager implements SandboxService {
   }
 
   async planAddInterface(sandboxId: string, iface: InterfaceRequest) {
-    refuseBandwidth([iface], this.isCniNetwork, 'interface');
+    refuseBandwidth([iface], 'interface');
     return planAddInterface(this.hotplug(), sandboxId, iface);
   }
 
@@ -403,11 +400,13 @@ function publishesHostPorts(req: AttachRequest, network: NetworkSpec): boolean {
   return network.mode !== 'cni' && publishedPorts(req.portMappings).length > 0;
 }
 
-/** Bandwidth limits on knit's own networks are accepted by the API but not yet enforced: say so
- * instead of ignoring them. A CNI network hands them to its chain (the bandwidth capability). */
-function refuseBandwidth(interfaces: InterfaceRequest[], onCniNetwork: (i: InterfaceRequest) => boolean, field = 'interfaces[i]'): void {
-  const index = interfaces.findIndex((i) => i.bandwidth && !onCniNetwork(i));
+/** Bandwidth limits are shaped on the host-side device knit puts in the sandbox's path
+ * (runtimes/common/bandwidth.ts), and a CNI network hands them to its chain. An interface that
+ * takes a device (SR-IOV VF, VFIO, a host netdev) has no such host-side device: its traffic
+ * leaves through the NIC. Say so instead of ignoring the limit. */
+function refuseBandwidth(interfaces: InterfaceRequest[], field = 'interfaces[i]'): void {
+  const index = interfaces.findIndex((i) => i.bandwidth && i.device);
   if (index < 0) return;
   const name = `${field.replace('[i]', `[${index}]`)}.bandwidth`;
-  throw new KnitError('UNIMPLEMENTED', `${name}: rate limits are not enforced by this knit yet`, { field: name });
+  throw new KnitError('UNIMPLEMENTED', `${name}: rate limits are not enforced on an interface that takes a device (its traffic passes no host-side device knit could shape)`, { field: name });
 }

@@ -20,18 +20,31 @@ export interface InterfaceAllocation {
  * make an older knit misread a record; the store then refuses the older knit's start over
  * newer records (see OpenOptions.formatVersion) instead of half-reading them.
  * 2: a plan may hold host-port actions (conntrack.flush, localnet.restore) that a knit of
- * format 1 cannot run. */
-export const SANDBOX_RECORD_VERSION = 2;
+ * format 1 cannot run.
+ * 3: a plan may hold bandwidth steps (a tbf qdisc, an ifb link) that a knit of format 2 cannot
+ * run. */
+export const SANDBOX_RECORD_VERSION = 3;
 
-/** The oldest format that can hold these steps: a record without host ports stays 1, so a
- * downgrade is refused only while sandboxes with host ports are attached. */
-export function recordVersionFor(steps: Step[]): 1 | 2 {
-  const newer = (a?: Step['do']) => a?.op === 'conntrack.flush' || a?.op === 'localnet.restore';
-  return steps.some((s) => newer(s.do) || newer(s.undo)) ? 2 : 1;
+export type RecordVersion = 1 | 2 | 3;
+
+function versionOf(a: Step['do'] | undefined): RecordVersion {
+  if (a?.op === 'conntrack.flush' || a?.op === 'localnet.restore') return 2;
+  if ((a?.op === 'qdisc.add' || a?.op === 'qdisc.del') && a.kind === 'tbf') return 3;
+  if (a?.op === 'link.add' && a.kind === 'ifb') return 3;
+  return 1;
+}
+
+/** The oldest format that can hold these steps: a record without host ports or bandwidth
+ * limits stays 1, so a downgrade is refused only while sandboxes that need the newer format
+ * are attached. */
+export function recordVersionFor(steps: Step[]): RecordVersion {
+  let v: RecordVersion = 1;
+  for (const s of steps) for (const a of [s.do, s.undo, ...(s.retire ?? [])]) v = Math.max(v, versionOf(a)) as RecordVersion;
+  return v;
 }
 
 export interface SandboxRecord {
-  version: 1 | 2;
+  version: RecordVersion;
   sandboxId: string;
   state: Exclude<AttachmentState, 'failed'>;
   request: AttachRequest;
@@ -56,5 +69,7 @@ export const ipamOwner = (sandboxId: string, ifname: string) => `${sandboxId}/${
 
 /** Host-side device names a record owns, for GC's "is this tagged device still someone's". */
 export function ownedHostDevices(rec: SandboxRecord): string[] {
-  return rec.result.interfaces.filter((i) => !i.sandbox).map((i) => i.name);
+  // Devices the plan creates on the host but does not answer with (an ifb for a bandwidth limit).
+  const made = rec.steps.flatMap((s) => (!s.netns && s.do.op === 'link.add' ? [s.do.name] : []));
+  return [...new Set([...rec.result.interfaces.filter((i) => !i.sandbox).map((i) => i.name), ...made])];
 }

@@ -95,3 +95,31 @@ test('filter.add sends the bytes of `tc filter add dev X ingress protocol all u3
   t.is(nodes.length, 2);
   t.true(nodes.every((x: any) => x.options.actions[0].to_dev === tap));
 });
+
+test('tbf root qdisc: rate, burst and limit as tc reads them (a rate past 4 GB/s via rate64); qdisc.list reports rate and limit; a tbf of another handle or kind is not deleted', async (t) => {
+  const { ns, h, veth } = await setup(t, 'kntd');
+  const ifb = `${ns.name.slice(0, 9)}ifb`;
+  await h.run([
+    { op: 'link.add', kind: 'ifb', name: ifb, up: true, mtu: 9000, alias: 'knit:test' },
+    { op: 'qdisc.add', link: veth, kind: 'tbf', rate: 2_500_000, burst: 250_000, limit: 312_500 },
+    { op: 'qdisc.add', link: ifb, kind: 'tbf', rate: 5_000_000_000, burst: 1_000_000, limit: 2_000_000 },
+  ]);
+  const dev = link(ns.name, ifb);
+  t.like(dev, { mtu: 9000, ifalias: 'knit:test', linkinfo: { info_kind: 'ifb' } });
+  const small = qdiscs(ns.name, veth).find((x: any) => x.kind === 'tbf');
+  t.like(small, { handle: '1:', root: true, options: { rate: 2_500_000, burst: 250_000 } }); // tc shows the limit as a latency
+  t.like(qdiscs(ns.name, ifb).find((x: any) => x.kind === 'tbf'), { handle: '1:', root: true, options: { rate: 5_000_000_000 } });
+  t.like((await listQdiscs(h, veth)).find((x) => x.kind === 'tbf'), { handle: '1:', parent: 'root', rate: 2_500_000, limit: 312_500 });
+  t.like((await listQdiscs(h, ifb)).find((x) => x.kind === 'tbf'), { rate: 5_000_000_000, limit: 2_000_000 });
+
+  // A root qdisc that is not knit's tbf (another kind) is left alone, even with ignoreMissing.
+  const { execFileSync } = await import('node:child_process');
+  execFileSync('tc', ['-n', ns.name, 'qdisc', 'del', 'dev', ifb, 'root']);
+  execFileSync('tc', ['-n', ns.name, 'qdisc', 'add', 'dev', ifb, 'root', 'handle', '1:', 'pfifo']);
+  t.deepEqual(await h.run([{ op: 'qdisc.del', link: ifb, kind: 'tbf', ignoreMissing: true }]), [{ skipped: true }]);
+  t.true(qdiscs(ns.name, ifb).some((x: any) => x.kind === 'pfifo'));
+  await h.run([{ op: 'qdisc.del', link: veth, kind: 'tbf' }]);
+  t.false(qdiscs(ns.name, veth).some((x: any) => x.kind === 'tbf'));
+  t.deepEqual(await h.run([{ op: 'qdisc.del', link: veth, kind: 'tbf', ignoreMissing: true }]), [{ skipped: true }]);
+  await t.throwsAsync(h.run([{ op: 'qdisc.add', link: veth, kind: 'tbf', rate: 0, burst: 1, limit: 1 }]), { message: /rate: must be between 1/ });
+});

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { native } from '../../src/net/native.js';
 import type {
   AddrListOp, AddrOp, FilterDelOp, FilterListOp, LinkAddOp, LinkDelGroupOp, LinkDelOp, LinkGetOp, LinkListOp, LinkSetOp,
-  NeighAddOp, NeighDelOp, NeighListOp, Op, QdiscListOp, QdiscOp, RedirectFilterAddOp, RouteListOp, RouteOp, SysctlGetOp, SysctlSetOp,
+  NeighAddOp, NeighDelOp, NeighListOp, Op, QdiscListOp, QdiscOp, TbfQdiscAddOp, TbfQdiscDelOp, RedirectFilterAddOp, RouteListOp, RouteOp, SysctlGetOp, SysctlSetOp,
   TunAddOp, TunOpenOp, VfSetOp,
 } from '../../src/base/ops.js';
 
@@ -34,6 +34,7 @@ const SAMPLES: Op[] = [
     op: 'link.add', kind: 'macvtap', name: 'm0', mtu: 1500, mac: '02:00:00:00:00:04', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10,
     parent: 'a0', mode: 'bridge',
   }),
+  full<Variant<'ifb'>>({ op: 'link.add', kind: 'ifb', name: 'ifb9', mtu: 1500, mac: '02:00:00:00:00:09', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10 }),
   full<Variant<'vxlan'>>({
     op: 'link.add', kind: 'vxlan', name: 'vx0', mtu: 1450, mac: '02:00:00:00:00:05', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10,
     vni: 42, port: 4789, local: '10.0.0.1', remote: '10.0.0.2', dev: 'a0', learning: false,
@@ -61,6 +62,8 @@ const SAMPLES: Op[] = [
   full<NeighDelOp>({ op: 'neigh.del', link: 'a0', address: '10.0.0.9', proxy: false, ignoreMissing: true }),
   full<NeighListOp>({ op: 'neigh.list', link: 'a0', family: 4 }),
   ...(['qdisc.add', 'qdisc.del'] as const).map((op) => full<QdiscOp>({ op, link: 'a0', kind: 'clsact', ignoreMissing: true })),
+  full<TbfQdiscAddOp>({ op: 'qdisc.add', link: 'a0', kind: 'tbf', rate: 2_500_000, burst: 250_000, limit: 312_500 }),
+  full<TbfQdiscDelOp>({ op: 'qdisc.del', link: 'a0', kind: 'tbf', ignoreMissing: true }),
   full<QdiscListOp>({ op: 'qdisc.list', link: 'a0' }),
   full<RedirectFilterAddOp>({ op: 'filter.add', link: 'a0', parent: 'ingress', redirectTo: 'b0', prio: 1 }),
   full<FilterDelOp>({ op: 'filter.del', link: 'a0', parent: 'egress', prio: 1, ignoreMissing: true }),
@@ -84,7 +87,7 @@ function fieldPaths(value: object, prefix = ''): string[] {
 }
 
 function describe(op: Op): string {
-  return op.op === 'link.add' ? `link.add (${op.kind})` : op.op;
+  return op.op === 'link.add' || op.op === 'qdisc.add' || op.op === 'qdisc.del' ? `${op.op} (${op.kind})` : op.op;
 }
 
 const reads: string[][] = native.describeOps(SAMPLES);

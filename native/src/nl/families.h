@@ -46,6 +46,7 @@ PreparedOp PrepareNeigh(const Fields& f, bool add);
 PreparedOp PrepareNeighList(const Fields& f);
 PreparedOp PrepareQdisc(const Fields& f, bool add);
 PreparedOp PrepareQdiscList(const Fields& f);
+PreparedOp PrepareTbf(const Fields& f, bool add);  // tbf.cc
 PreparedOp PrepareFilterAdd(const Fields& f);
 PreparedOp PrepareFilterDel(const Fields& f);
 PreparedOp PrepareFilterList(const Fields& f);
@@ -56,6 +57,8 @@ PreparedOp PrepareTunOpen(const Fields& f);
 
 // Reply parsers; each returns false for a message of another type.
 bool ParseLink(const Message& m, LinkInfo* out);
+// tbf's TCA_OPTIONS in a qdisc dump: its rate (bytes/s) and queue limit (bytes).
+void ParseTbfOptions(const Attr& options, QdiscInfo* out);
 bool ParseAddr(const Message& m, AddrInfo* out);
 bool ParseRoute(const Message& m, RouteInfo* out);
 bool ParseNeigh(const Message& m, NeighInfo* out);

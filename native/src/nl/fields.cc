@@ -1,5 +1,6 @@
 #include "nl/fields.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -67,6 +68,10 @@ std::optional<std::string> Fields::OptStr(const char* key) const {
 }
 
 uint32_t Fields::U32(const char* key, uint64_t min, uint64_t max) const {
+  return static_cast<uint32_t>(U64(key, min, std::min<uint64_t>(max, UINT32_MAX)));
+}
+
+uint64_t Fields::U64(const char* key, uint64_t min, uint64_t max) const {
   Note(key);
   Napi::Value v = obj_.Get(key);
   if (!v.IsNumber()) TypeFail(key, "expected number, got " + Describe(v));
@@ -74,7 +79,7 @@ uint32_t Fields::U32(const char* key, uint64_t min, uint64_t max) const {
   if (!std::isfinite(d) || d != std::floor(d)) RangeFail(key, "expected an integer, got " + std::to_string(d));
   if (d < static_cast<double>(min) || d > static_cast<double>(max))
     RangeFail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + std::to_string(static_cast<long long>(d)));
-  return static_cast<uint32_t>(d);
+  return static_cast<uint64_t>(d);
 }
 
 std::optional<uint32_t> Fields::OptU32(const char* key, uint64_t min, uint64_t max) const {

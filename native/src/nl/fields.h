@@ -48,6 +48,8 @@ class Fields {
   std::optional<std::string> OptStr(const char* key) const;
   uint32_t U32(const char* key, uint64_t min = 0, uint64_t max = UINT32_MAX) const;
   std::optional<uint32_t> OptU32(const char* key, uint64_t min = 0, uint64_t max = UINT32_MAX) const;
+  // A whole number JS can hold exactly (at most 2^53 - 1).
+  uint64_t U64(const char* key, uint64_t min, uint64_t max) const;
   std::optional<bool> OptBool(const char* key) const;
   bool Bool(const char* key, bool dflt) const { return OptBool(key).value_or(dflt); }
   std::string Enum(const char* key, std::initializer_list<const char*> allowed) const;

@@ -144,7 +144,7 @@ PreparedOp Single(const char* name, Request req) {
 }  // namespace
 
 PreparedOp PrepareLinkAdd(const Fields& f) {
-  std::string kind = f.Enum("kind", {"veth", "bridge", "macvlan", "macvtap", "vxlan"});
+  std::string kind = f.Enum("kind", {"veth", "bridge", "macvlan", "macvtap", "vxlan", "ifb"});
   // NLM_F_ECHO: the kernel answers with the new link, which tells us its ifindex for free.
   RequestBuilder r(RTM_NEWLINK, kAck | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ECHO, ReplyKind::Echo);
   ifinfomsg ifi{};

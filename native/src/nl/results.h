@@ -78,6 +78,9 @@ struct QdiscInfo {
   std::string kind;
   std::string handle;
   std::string parent;
+  // tbf only: bytes per second and the queue's byte limit.
+  std::optional<uint64_t> rate;
+  std::optional<uint32_t> limit;
 };
 
 struct FilterInfo {

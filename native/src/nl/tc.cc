@@ -1,4 +1,4 @@
-// Traffic control: ingress/clsact qdiscs and the u32 match-all + mirred redirect filter that
+// Traffic control: ingress/clsact qdiscs (tbf in tbf.cc) and the u32 match-all + mirred redirect filter that
 // Kata uses to splice a veth and a tap (RTM_*QDISC, RTM_*TFILTER).
 #include <errno.h>
 #include <linux/if_ether.h>
@@ -47,8 +47,9 @@ size_t TcHeader(RequestBuilder& r, const LinkRef& link, const std::string& field
 }  // namespace
 
 PreparedOp PrepareQdisc(const Fields& f, bool add) {
+  std::string kind = f.Enum("kind", {"ingress", "clsact", "tbf"});
+  if (kind == "tbf") return PrepareTbf(f, add);
   LinkRef link = f.Link("link");
-  std::string kind = f.Enum("kind", {"ingress", "clsact"});
   RequestBuilder r(add ? RTM_NEWQDISC : RTM_DELQDISC, NLM_F_REQUEST | NLM_F_ACK | (add ? NLM_F_CREATE | NLM_F_EXCL : 0));
   TcHeader(r, link, f.PathOf("link"), kQdiscHandle, TC_H_INGRESS, 0);  // TC_H_CLSACT == TC_H_INGRESS
   r.b.Str(TCA_KIND, kind);
@@ -148,10 +149,17 @@ bool ParseQdisc(const Message& m, QdiscInfo* out) {
   out->index = static_cast<uint32_t>(t->tcm_ifindex);
   out->handle = FormatHandle(t->tcm_handle);
   out->parent = FormatHandle(t->tcm_parent);
-  Attr kind;
+  Attr a, options;
+  bool hasOptions = false;
   AttrIter it = MessageAttrs(h, sizeof(tcmsg));
-  while (it.Next(&kind))
-    if (kind.type == TCA_KIND) out->kind = kind.Str();
+  while (it.Next(&a)) {
+    if (a.type == TCA_KIND) out->kind = a.Str();
+    if (a.type == TCA_OPTIONS) {
+      options = a;
+      hasOptions = true;
+    }
+  }
+  if (hasOptions && out->kind == "tbf") ParseTbfOptions(options, out);
   return true;
 }
 

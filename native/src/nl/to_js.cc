@@ -107,6 +107,8 @@ Napi::Object Qdisc(Napi::Env env, const QdiscInfo& q) {
   o.Set("kind", q.kind);
   o.Set("handle", q.handle);
   o.Set("parent", q.parent);
+  if (q.rate) o.Set("rate", static_cast<double>(*q.rate));
+  if (q.limit) o.Set("limit", *q.limit);
   return o;
 }
 
