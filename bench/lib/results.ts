@@ -14,6 +14,8 @@ export interface ContenderInfo {
 export interface LatencySamples {
   attach: number[];
   detach: number[];
+  /** Detach call start until the devices are gone from the kernel (bench/lib/gone.ts). */
+  gone?: number[];
   /** Failed calls, one message each (a contender with too many is dropped). */
   errors: string[];
 }
@@ -45,6 +47,8 @@ export interface VariantResult {
   flavor: string;
   attach: number[];
   detach: number[];
+  /** As LatencySamples.gone. */
+  gone?: number[];
   skipped?: string;
 }
 
