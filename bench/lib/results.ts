@@ -52,6 +52,20 @@ export interface VariantResult {
   skipped?: string;
 }
 
+export interface BurstResult {
+  contender: string;
+  /** Sandboxes attached (then detached) at once. */
+  size: number;
+  /** Each call's time from the start of its burst (ms). */
+  attach: number[];
+  detach: number[];
+  attachWallMs: number;
+  detachWallMs: number;
+  /** Detach burst start until every sandbox's devices were gone from the kernel. */
+  goneWallMs?: number;
+  errors: string[];
+}
+
 export interface BenchResults {
   version: 1;
   run: {
@@ -68,4 +82,5 @@ export interface BenchResults {
   churn?: ChurnResult[];
   scale?: { levels: number[]; points: ScalePoint[] };
   variants?: VariantResult[];
+  burst?: BurstResult[];
 }

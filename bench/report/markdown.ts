@@ -108,6 +108,26 @@ function variantsSection(r: BenchResults): string {
   ].join('\n');
 }
 
+function burstSection(r: BenchResults): string {
+  const floor = floorName(r);
+  const wall = (name: string | undefined) => r.burst!.find((b) => b.contender === name)?.attachWallMs;
+  const rows = r.burst!.map((b) => {
+    const a = summarize(b.attach.length ? b.attach : [NaN]);
+    const d = summarize(b.detach.length ? b.detach : [NaN]);
+    return [
+      labelOf(r, b.contender), String(b.size), ms(a.p50), ms(a.p99), ms(b.attachWallMs), ratio(b.attachWallMs, wall(floor)), ratio(b.attachWallMs, wall('cni')),
+      ms(d.p50), ms(d.p99), ms(b.detachWallMs), b.goneWallMs === undefined ? '–' : ms(b.goneWallMs), String(b.errors.length),
+    ];
+  });
+  return [
+    '## Burst (ms)',
+    '',
+    `${r.burst![0]?.size ?? 0} sandboxes attached at once, then detached at once, one contender at a time. Each call is timed from the start of its burst; wall = the whole burst; ratios are wall ÷ wall. "gone" = from the detach burst's start until every sandbox's devices were gone from the kernel.`,
+    '',
+    table(['contender', 'n', 'attach p50', 'attach p99', 'attach wall', 'wall ÷ floor', 'wall ÷ CNI', 'detach p50', 'detach p99', 'detach wall', 'gone wall', 'failed calls'], rows),
+  ].join('\n');
+}
+
 export function renderMarkdown(r: BenchResults): string {
   const h = r.run.host;
   const parts = [
@@ -134,6 +154,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.churn?.length) parts.push('', churnSection(r.churn, r));
   if (r.scale?.points.length) parts.push('', scaleSection(r));
   if (r.variants?.length) parts.push('', variantsSection(r));
+  if (r.burst?.length) parts.push('', burstSection(r));
   parts.push('', 'Chart: [latest.svg](latest.svg). Raw samples: the run\'s JSON next to this file.', '');
   return parts.join('\n');
 }
