@@ -19,6 +19,7 @@ export async function runBurst(world: World, lineup: Lineup, progress: Progress,
     const r: BurstResult = { contender: c.name, size: opts.size, attach: [], detach: [], attachWallMs: 0, detachWallMs: 0, errors: [] };
     results.push(r);
     const [batch] = await freshSandboxes(world, [[entry.source, opts.size]]);
+    await c.prepare?.(opts.size);
     const attached: typeof batch = [];
     let t0 = nowMs();
     await Promise.all(batch.map(async (sb) => {
