@@ -16,6 +16,7 @@ import { runLatency } from './phases/latency.js';
 import { runChurn } from './phases/churn.js';
 import { runScale } from './phases/scale.js';
 import { runVariants } from './phases/variants.js';
+import { runBurst } from './phases/burst.js';
 import { renderMarkdown } from './report/markdown.js';
 import { renderSvg } from './report/svg.js';
 import { floorName, ms, ratio } from './report/format.js';
@@ -94,6 +95,7 @@ async function main(): Promise<number> {
     if (opts.full && !interrupted) {
       results.churn = await runChurn(world, lineup, progress, { seconds: opts.churnSeconds, concurrency: opts.churnConcurrency });
       results.variants = await runVariants(world, lineup, progress, { iterations: opts.variantIterations });
+      if (opts.burst > 0) results.burst = await runBurst(world, lineup, progress, { size: opts.burst });
       results.scale = await runScale(world, lineup, progress, { levels: opts.scaleLevels, samples: opts.scaleSamples });
     }
     results.run.finishedAt = new Date().toISOString();

@@ -55,6 +55,15 @@ export class FloorCContender implements Contender {
     return this.call(`detach-vm ${sb.netnsPath} ${host} ${TAP}`, sb);
   }
 
+  /** One serve process per call in flight, started and answering before the clock runs:
+   * an unknown command is answered with an error line, so it serves as a ping. */
+  async prepare(inFlight: number): Promise<void> {
+    const fresh: LineProcess[] = [];
+    while (this.all.length < inFlight) fresh.push(this.spawn());
+    await Promise.all(fresh.map((p) => p.request('ping').catch(() => '')));
+    this.idle.push(...fresh);
+  }
+
   async teardown(): Promise<void> {
     await Promise.all(this.all.map((p) => p.close()));
     if (this.bridgeMade) await ipBatch([`link del ${this.net!.bridge}`], undefined, true);

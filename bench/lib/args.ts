@@ -11,6 +11,8 @@ export interface BenchOptions {
   scaleLevels: number[];
   scaleSamples: number;
   variantIterations: number;
+  /** Sandboxes per burst in the full run's burst phase (0: no burst phase). */
+  burst: number;
   outDir?: string;
   /** Sweep a previous run's leftovers by prefix and exit. */
   cleanup?: string;
@@ -30,6 +32,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --scale L              scale levels (default 10,100,1000)
   --scale-samples N      attaches measured per contender at each scale level (default 20)
   --variant-iterations N attaches per VM flavor (default 30)
+  --burst N              sandboxes attached at once, then detached at once, in the full run (default 100; 0 skips)
   --out DIR              results directory (default bench/results)
   --cleanup kbXXX        remove the netns and links a killed run left behind, then exit
   --report FILE.json     rewrite latest.json/md/svg from an earlier run's JSON, then exit
@@ -56,6 +59,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     scaleLevels: [10, 100, 1000],
     scaleSamples: 20,
     variantIterations: 30,
+    burst: 100,
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -71,6 +75,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
       case '--scale': o.scaleLevels = intList(flag, value(), 1); break;
       case '--scale-samples': o.scaleSamples = int(flag, value(), 1); break;
       case '--variant-iterations': o.variantIterations = int(flag, value(), 1); break;
+      case '--burst': o.burst = int(flag, value(), 0); break;
       case '--out': o.outDir = value(); break;
       case '--cleanup': o.cleanup = value(); break;
       case '--report': o.report = value(); break;

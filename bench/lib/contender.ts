@@ -80,6 +80,9 @@ export interface Contender {
    * next contender in the round. Not called in churn, where deferred work is part of the rate.
    */
   settle?(): Promise<void>;
+  /** Get ready (untimed) for this many calls in flight at once, e.g. start helper processes
+   * a contender would otherwise start inside the first timed calls of a burst. */
+  prepare?(inFlight: number): Promise<void>;
   /** PID of the long-running daemon whose memory the scale run reports, if any. */
   daemonPid?(): number | undefined;
   /** Stop processes, remove the bridge and what setup made. Must not throw for partial setups. */

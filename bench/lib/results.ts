@@ -14,6 +14,8 @@ export interface ContenderInfo {
 export interface LatencySamples {
   attach: number[];
   detach: number[];
+  /** Detach call start until the devices are gone from the kernel (bench/lib/gone.ts). */
+  gone?: number[];
   /** Failed calls, one message each (a contender with too many is dropped). */
   errors: string[];
 }
@@ -45,7 +47,23 @@ export interface VariantResult {
   flavor: string;
   attach: number[];
   detach: number[];
+  /** As LatencySamples.gone. */
+  gone?: number[];
   skipped?: string;
+}
+
+export interface BurstResult {
+  contender: string;
+  /** Sandboxes attached (then detached) at once. */
+  size: number;
+  /** Each call's time from the start of its burst (ms). */
+  attach: number[];
+  detach: number[];
+  attachWallMs: number;
+  detachWallMs: number;
+  /** Detach burst start until every sandbox's devices were gone from the kernel. */
+  goneWallMs?: number;
+  errors: string[];
 }
 
 export interface BenchResults {
@@ -64,4 +82,5 @@ export interface BenchResults {
   churn?: ChurnResult[];
   scale?: { levels: number[]; points: ScalePoint[] };
   variants?: VariantResult[];
+  burst?: BurstResult[];
 }

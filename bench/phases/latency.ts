@@ -37,6 +37,7 @@ export async function runLatency(
       } else if (round >= opts.warmup) {
         s.attach.push(out.attachMs!);
         s.detach.push(out.detachMs!);
+        if (out.goneMs !== undefined) (s.gone ??= []).push(out.goneMs);
       }
     }
     if ((round + 1) % RETIRE_EVERY === 0) await retireUsed(world, lineup.entries.map((e) => e.source));

@@ -2,6 +2,7 @@
 // (more exact) figure.
 import type { Contender, Flavor, Sandbox } from '../lib/contender.js';
 import { nowMs } from '../lib/stats.js';
+import { goneAfter } from '../lib/gone.js';
 
 export async function timed(call: () => Promise<number | void>): Promise<number> {
   const t0 = nowMs();
@@ -13,6 +14,8 @@ export async function timed(call: () => Promise<number | void>): Promise<number>
 export interface CycleOutcome {
   attachMs?: number;
   detachMs?: number;
+  /** From the start of the detach call until the sandbox's devices are gone from the kernel. */
+  goneMs?: number;
   error?: string;
 }
 
@@ -29,7 +32,10 @@ export async function attachDetach(c: Contender, sb: Sandbox, flavor: Flavor = '
     return { error: `attach: ${(e as Error).message}` };
   }
   try {
-    return { attachMs, detachMs: await timed(() => c.detach(sb)) };
+    const t0 = nowMs();
+    const detachMs = await timed(() => c.detach(sb));
+    const goneMs = sb.netnsPath ? await goneAfter(sb.netnsPath, t0) : undefined;
+    return { attachMs, detachMs, goneMs };
   } catch (e) {
     return { attachMs, error: `detach: ${(e as Error).message}` };
   }

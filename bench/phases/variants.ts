@@ -33,6 +33,7 @@ export async function runVariants(world: World, lineup: Lineup, progress: Progre
       }
       r.attach.push(out.attachMs!);
       r.detach.push(out.detachMs!);
+      if (out.goneMs !== undefined) (r.gone ??= []).push(out.goneMs);
       progress.tick(`${entry.contender.name} ${flavor}`);
     }
     await retireUsed(world, [entry.source]);

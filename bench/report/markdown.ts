@@ -4,6 +4,9 @@ import type { BenchResults, ChurnResult } from '../lib/results.js';
 import { summarize } from '../lib/stats.js';
 import { floorName, labelOf, ms, ratio } from './format.js';
 
+/** p50 of the time until the devices were gone, or – when not measured. */
+const goneP50 = (xs: number[] | undefined) => (xs?.length ? ms(summarize(xs).p50) : '–');
+
 function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
@@ -24,16 +27,18 @@ function latencySection(r: BenchResults): string {
         ms(d.p50), ms(d.p90), ms(d.p99),
         ratio(a.p50, ref('cni', 'attach')), ratio(a.p50, ref(floor, 'attach')),
         ratio(d.p50, ref('cni', 'detach')), ratio(d.p50, ref(floor, 'detach')),
+        goneP50(s.gone),
         String(s.errors.length),
       ];
     });
-  const header = ['contender', 'n', 'attach p50', 'p90', 'p99', 'detach p50', 'p90', 'p99', 'attach ÷ CNI', 'attach ÷ floor', 'detach ÷ CNI', 'detach ÷ floor', 'failed calls'];
+  const header = ['contender', 'n', 'attach p50', 'p90', 'p99', 'detach p50', 'p90', 'p99', 'attach ÷ CNI', 'attach ÷ floor', 'detach ÷ CNI', 'detach ÷ floor', 'devices gone p50', 'failed calls'];
   const o = r.run.options;
   return [
     '## Attach / detach latency (ms)',
     '',
     `${o.iterations} rounds after ${o.warmup} warm-up; each round every contender attaches and detaches one fresh netns, in rotating order. ` +
-      `Ratios are p50 ÷ p50; floor = ${floor ? labelOf(r, floor) : 'none'}.`,
+      `Ratios are p50 ÷ p50; floor = ${floor ? labelOf(r, floor) : 'none'}. ` +
+      '"devices gone": from the start of the detach call until the sandbox netns holds only lo (the kernel has deleted the devices), whenever the call answered.',
     '',
     table(header, rows),
   ].join('\n');
@@ -83,23 +88,43 @@ function variantsSection(r: BenchResults): string {
   const p50 = (xs: number[] | undefined) => (xs?.length ? summarize(xs).p50 : undefined);
   const floorOf = (flavor: string, op: 'attach' | 'detach') => p50(r.variants!.find((v) => v.contender === floor && v.flavor === flavor && !v.skipped)?.[op]);
   const rows = r.variants!.map((v) => {
-    if (v.skipped) return [labelOf(r, v.contender), v.flavor, '–', '–', '–', '–', '–', '–', '–', '–', `skipped: ${v.skipped}`];
+    if (v.skipped) return [labelOf(r, v.contender), v.flavor, '–', '–', '–', '–', '–', '–', '–', '–', '–', `skipped: ${v.skipped}`];
     const a = summarize(v.attach);
     const d = summarize(v.detach);
     const runc = r.latency[v.contender];
     return [
-      labelOf(r, v.contender), v.flavor, String(a.n), ms(a.p50), ms(a.p99), ms(d.p50),
+      labelOf(r, v.contender), v.flavor, String(a.n), ms(a.p50), ms(a.p99), ms(d.p50), goneP50(v.gone),
       ratio(a.p50, p50(runc?.attach)), ratio(d.p50, p50(runc?.detach)),
       ratio(a.p50, floorOf(v.flavor, 'attach')), ratio(d.p50, floorOf(v.flavor, 'detach')), '',
     ];
   });
-  const header = ['contender', 'flavor', 'n', 'attach p50', 'attach p99', 'detach p50', 'attach ÷ own runc', 'detach ÷ own runc', 'attach ÷ floor', 'detach ÷ floor', 'note'];
+  const header = ['contender', 'flavor', 'n', 'attach p50', 'attach p99', 'detach p50', 'devices gone p50', 'attach ÷ own runc', 'detach ÷ own runc', 'attach ÷ floor', 'detach ÷ floor', 'note'];
   return [
     '## VM runtimes (ms)',
     '',
     `"own runc" is the same contender's runc p50 in this run's latency table; floor = the same flavor on ${floor ? labelOf(r, floor) : 'no floor'} (veth + tap + a redirect each way).`,
     '',
     table(header, rows),
+  ].join('\n');
+}
+
+function burstSection(r: BenchResults): string {
+  const floor = floorName(r);
+  const wall = (name: string | undefined) => r.burst!.find((b) => b.contender === name)?.attachWallMs;
+  const rows = r.burst!.map((b) => {
+    const a = summarize(b.attach.length ? b.attach : [NaN]);
+    const d = summarize(b.detach.length ? b.detach : [NaN]);
+    return [
+      labelOf(r, b.contender), String(b.size), ms(a.p50), ms(a.p99), ms(b.attachWallMs), ratio(b.attachWallMs, wall(floor)), ratio(b.attachWallMs, wall('cni')),
+      ms(d.p50), ms(d.p99), ms(b.detachWallMs), b.goneWallMs === undefined ? '–' : ms(b.goneWallMs), String(b.errors.length),
+    ];
+  });
+  return [
+    '## Burst (ms)',
+    '',
+    `${r.burst![0]?.size ?? 0} sandboxes attached at once, then detached at once, one contender at a time. Each call is timed from the start of its burst; wall = the whole burst; ratios are wall ÷ wall. "gone" = from the detach burst's start until every sandbox's devices were gone from the kernel.`,
+    '',
+    table(['contender', 'n', 'attach p50', 'attach p99', 'attach wall', 'wall ÷ floor', 'wall ÷ CNI', 'detach p50', 'detach p99', 'detach wall', 'gone wall', 'failed calls'], rows),
   ].join('\n');
 }
 
@@ -129,6 +154,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.churn?.length) parts.push('', churnSection(r.churn, r));
   if (r.scale?.points.length) parts.push('', scaleSection(r));
   if (r.variants?.length) parts.push('', variantsSection(r));
+  if (r.burst?.length) parts.push('', burstSection(r));
   parts.push('', 'Chart: [latest.svg](latest.svg). Raw samples: the run\'s JSON next to this file.', '');
   return parts.join('\n');
 }

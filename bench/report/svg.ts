@@ -63,14 +63,20 @@ function jitter(i: number): number {
   return (x - Math.floor(x)) * 2 - 1;
 }
 
-function distributionPanel(r: BenchResults, op: 'attach' | 'detach', axis: LogAxis, top: number): { svg: string[]; height: number } {
-  const names = Object.keys(r.latency).filter((n) => r.latency[n].attach.length > 0);
-  const out: string[] = [text(16, top + 16, `${op === 'attach' ? 'Attach' : 'Detach'} latency`, 'font-size="15" font-weight="bold"')];
+const TITLES = {
+  attach: 'Attach latency',
+  detach: 'Detach latency',
+  gone: 'Detach until the devices are gone from the kernel (call start → sandbox netns holds only lo)',
+} as const;
+
+function distributionPanel(r: BenchResults, op: keyof typeof TITLES, axis: LogAxis, top: number): { svg: string[]; height: number } {
+  const names = Object.keys(r.latency).filter((n) => (r.latency[n][op]?.length ?? 0) > 0);
+  const out: string[] = [text(16, top + 16, TITLES[op], 'font-size="15" font-weight="bold"')];
   const plotTop = top + 28;
   const plotBottom = plotTop + names.length * ROW;
   out.push(...xGrid(axis, plotTop, plotBottom, 'ms (log scale)'));
   names.forEach((name, row) => {
-    const samples = r.latency[name][op];
+    const samples = r.latency[name][op] ?? [];
     const s = summarize(samples);
     const cy = plotTop + row * ROW + ROW / 2;
     const c = color(name);
@@ -155,7 +161,7 @@ function scalePanel(r: BenchResults, top: number): { svg: string[]; height: numb
 }
 
 export function renderSvg(r: BenchResults): string {
-  const all = Object.values(r.latency).flatMap((s) => [...s.attach, ...s.detach]);
+  const all = Object.values(r.latency).flatMap((s) => [...s.attach, ...s.detach, ...(s.gone ?? [])]);
   const body: string[] = [];
   let y = 10;
   body.push(text(16, y + 18, `knit bench — ${r.run.startedAt} (${r.run.mode}, ${r.run.options.iterations} rounds, run ${r.run.prefix})`, 'font-size="16" font-weight="bold"'));
@@ -163,7 +169,8 @@ export function renderSvg(r: BenchResults): string {
   y += 48;
   if (all.length) {
     const axis = new LogAxis(Math.min(...all), Math.max(...all), LEFT, WIDTH - RIGHT);
-    for (const op of ['attach', 'detach'] as const) {
+    for (const op of ['attach', 'detach', 'gone'] as const) {
+      if (op === 'gone' && !Object.values(r.latency).some((s) => s.gone?.length)) continue;
       const p = distributionPanel(r, op, axis, y);
       body.push(...p.svg);
       y += p.height;

@@ -48,7 +48,9 @@ export interface TapSpec {
 }
 
 /** Creates the tap, then gives it what tun.add cannot carry (MTU, alias, MAC, master) and
- * brings it up. Host taps also get the fast retire path; sandbox taps are simply deleted. */
+ * brings it up. Detach retires it (down, renamed, in the reap group) instead of deleting it:
+ * a delete waits for an RCU grace period. A sandbox tap has no host peer, so the reaper
+ * deletes the group inside its netns. */
 export function planTap(spec: TapSpec): Step[] {
   const where = spec.netns ? 'sandbox' : 'host';
   return [
@@ -61,7 +63,8 @@ export function planTap(spec: TapSpec): Step[] {
         ...(spec.group !== undefined ? { group: spec.group } : {}),
       },
       undo: { op: 'link.del', link: spec.name },
-      ...(spec.netns ? {} : { retire: retireLink(spec.name) }),
+      retire: retireLink(spec.name),
+      ...(spec.netns ? { reapInNetns: true as const } : {}),
     },
     {
       description: `configure and bring up tap ${spec.name}`,

@@ -5,6 +5,7 @@
 // start, so detach is only deletion. Kata also forces the macvtap's ifindex to ≥ 8192 to dodge
 // an old kernel bug with /dev/tap<ifindex> nodes; the op vocabulary has no ifindex, and the
 // launcher learns the real one from the device.
+import { retireLink } from '../../src/net/retire.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
 import { guestMac, lowerMac, planGuestVeth } from '../common/guest-veth.js';
@@ -28,6 +29,8 @@ export function planMacvtap(input: InterfaceInput, opts: KataOptions): Interface
         mac, mtu, alias: aliasTag(input.sandboxId, input.iface.name), up: true,
       },
       undo: { op: 'link.del' as const, link: name },
+      // Detach only parks it: it dies with its lower veth, which the reaper deletes from the host.
+      retire: retireLink(name),
     },
   ];
   const handoff = tapHandoff({

@@ -11,6 +11,7 @@
 // has a source address, and arp_ignore=1 so it answers ARP only for that. On a routed network
 // the guest, served by DHCP, cannot be given the permanent neighbour entry for the link-local
 // gateway that a runc pod gets, so the host end answers for it (proxy ARP, proxy NDP).
+import { retireLink } from '../../src/net/retire.js';
 import type { Step } from '../../src/base/plan.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
@@ -44,6 +45,9 @@ export function planBridgeBinding(input: InterfaceInput, opts: KubevirtOptions):
       netns: ns,
       do: { op: 'link.add', kind: 'bridge', name: bridge, mac: nicMac, mtu: veth.mtu, alias, up: true, stpOff: true },
       undo: { op: 'link.del', link: bridge },
+      // Parked, not deleted, on detach: the reaper deletes it inside the netns (src/core/reaper.ts).
+      retire: retireLink(bridge),
+      reapInNetns: true,
     },
     { description: `${nic} joins ${bridge}`, netns: ns, do: { op: 'link.set', link: nic, master: bridge } },
     ...planTap({ netns: ns, name: tap, queues: opts.queues, owner: opts.owner, group: opts.group, mtu: veth.mtu, alias, master: bridge }),

@@ -5,6 +5,7 @@
 // everything arriving on eth0, or of the declared ports only. Forwarding is switched on for
 // the pod netns as a whole, as KubeVirt does; it is a setting of the pod's own namespace and
 // is not reset on detach (knit cannot know it was off before).
+import { retireLink } from '../../src/net/retire.js';
 import type { Step } from '../../src/base/plan.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
@@ -48,6 +49,9 @@ export function planMasquerade(input: InterfaceInput, opts: KubevirtOptions): In
       netns: ns,
       do: { op: 'link.add', kind: 'bridge', name: bridge, mac: MASQUERADE_GW_MAC, mtu: veth.mtu, alias, up: true, stpOff: true },
       undo: { op: 'link.del', link: bridge },
+      // Parked, not deleted, on detach: the reaper deletes it inside the netns (src/core/reaper.ts).
+      retire: retireLink(bridge),
+      reapInNetns: true,
     },
   ];
   const guest: GuestConfig = { name: input.iface.name, mac: veth.mac, mtu: veth.mtu, ips: [], routes: [], neighbors: [], ...(input.request.dns ? { dns: input.request.dns } : {}), delivery: 'dhcp' };

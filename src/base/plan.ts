@@ -18,6 +18,9 @@ export interface Step {
   /** Detach's fast path: actions that make the object harmless now (down, off the bridge, into
    * the reap group) so Detach can answer before the kernel's slow delete; the reaper deletes it. */
   retire?: StepAction[];
+  /** The retired device lives only in this step's netns (a VM's tap or bridge: no host peer
+   * whose delete takes it along), so the reaper deletes the reap group there too. */
+  reapInNetns?: true;
   /** The sandbox interface (request name) this step belongs to: what RemoveInterface takes
    * back. Absent in records written before interfaces could be hot-plugged. */
   iface?: string;

@@ -10,7 +10,8 @@ import { KnitError, CniCode } from '../base/errors.js';
 import { allocateInterface, previewInterface, releaseInterfaces } from './addresses.js';
 import { composeResult, defaultRouteIndex, freeSlot, planInterfaces } from './interface-plans.js';
 import { withChainParts } from './cni-steps.js';
-import type { IpamPort, RecordStorePort } from './ports.js';
+import type { IpamPort, ReaperPort, RecordStorePort } from './ports.js';
+import { parksIn } from './reaper.js';
 import { recordVersionFor, type InterfaceAllocation, type SandboxRecord } from './record.js';
 import type { AttachResult, InterfaceRequest, RuntimeKind } from '../base/types.js';
 
@@ -18,7 +19,7 @@ export interface HotplugContext {
   records: RecordStorePort<SandboxRecord>;
   ipam: IpamPort;
   runner: ActionRunner;
-  reaper: { kick(): void };
+  reaper: ReaperPort;
   strategy(runtime: RuntimeKind): Strategy;
   /** The network an interface names (field: where to say what is wrong). */
   network(name: string | undefined, index: number): NetworkSpec;
@@ -156,7 +157,10 @@ export async function addInterface(hc: HotplugContext, sandboxId: string, iface:
 /** Undoes the first `count` steps of a failed add and puts the record back as it was. */
 async function takeBackAdd(hc: HotplugContext, before: SandboxRecord, during: SandboxRecord, steps: SandboxRecord['steps'], count: number, allocation: InterfaceAllocation): Promise<void> {
   const errors = await undoSteps(steps, count, hc.runner, 'retire', during.netns);
-  hc.reaper.kick();
+  const parked = parksIn(steps.slice(0, count), during.netns);
+  hc.reaper.kick(parked);
+  // A device parked in the netns is known only to this record: keep it until the reaper is done.
+  if (parked && !errors.length) await hc.reaper.whenReaped();
   if (errors.length) {
     // The record (pending add) keeps what to undo: RemoveInterface, Detach or the next start finish it.
     throw new KnitError('INTERNAL', `rollback of interface ${during.pending!.ifname} is incomplete (${errors.join('; ')}); RemoveInterface, Detach or the next start finishes it`);
@@ -205,7 +209,10 @@ export async function removeInterface(hc: HotplugContext, sandboxId: string, nam
   await hc.records.put(sandboxId, record);
   const steps = rec.steps.filter((s) => s.iface === name);
   const errors = await undoSteps(steps, steps.length, hc.runner, 'retire', rec.netns, hc.removeFailpoint);
-  hc.reaper.kick();
+  const parked = parksIn(steps, rec.netns);
+  hc.reaper.kick(parked);
+  // A device parked in the netns is known only to this record: keep it until the reaper is done.
+  if (parked && !errors.length) await hc.reaper.whenReaped();
   if (errors.length) {
     // The record stays pending: a retry, Detach or the next start finishes the job.
     throw new KnitError('INTERNAL', `removal of interface ${name} of ${sandboxId} is incomplete: ${errors.join('; ')}`);

@@ -12,6 +12,7 @@ import { allocateInterface, previewInterface, releaseInterfaces } from './addres
 import { checkRecord } from './check.js';
 import { garbageCollect, type ValidAttachment } from './gc.js';
 import { NetnsIndex } from './netns-index.js';
+import { parksIn } from './reaper.js';
 import { nodeStatus } from './node-status.js';
 import type { ManagerDeps } from './ports.js';
 import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
@@ -231,7 +232,10 @@ export class SandboxManager implements SandboxService {
   /** Takes back the first `count` steps and everything the record holds. */
   private async rollback(record: SandboxRecord, count: number): Promise<void> {
     const errors = await undoSteps(record.steps, count, this.deps.runner, 'retire', record.netns);
-    this.deps.reaper.kick();
+    const parked = parksIn(record.steps.slice(0, count), record.netns);
+    this.deps.reaper.kick(parked);
+    // A device parked in the netns is known only to this record: keep it until the reaper is done.
+    if (parked && !errors.length) await this.deps.reaper.whenReaped();
     if (errors.length) {
       // The record is the only copy of what to restore (a device's original name, MAC,
       // driver): keep it, with its addresses, for Detach or the next start to finish.
@@ -288,7 +292,10 @@ export class SandboxManager implements SandboxService {
   async detach(sandboxId: string, netnsPath?: string): Promise<void> {
     const started = performance.now();
     try {
-      await this.locks.run(sandboxId, () => this.detachLocked(sandboxId, netnsPath));
+      // Answered once the devices are inert; the lock is held until the record is gone.
+      await new Promise<void>((answer, fail) => {
+        this.locks.run(sandboxId, () => this.detachLocked(sandboxId, netnsPath, answer)).then(answer, fail);
+      });
       this.deps.hooks?.onDetach?.(sandboxId, performance.now() - started);
     } catch (err) {
       const e = asKnitError(err);
@@ -297,7 +304,7 @@ export class SandboxManager implements SandboxService {
     }
   }
 
-  private async detachLocked(sandboxId: string, netnsPath?: string): Promise<void> {
+  private async detachLocked(sandboxId: string, netnsPath: string | undefined, answer: () => void): Promise<void> {
     const stored = this.deps.records.get(sandboxId);
     if (!stored) return; // idempotent: nothing of this sandbox is left
     if (netnsPath && netnsPath !== stored.netns.path && this.deps.runner.netnsUsable(netnsPath) && !this.deps.runner.netnsUsable(netnsPath, stored.netns)) {
@@ -310,15 +317,24 @@ export class SandboxManager implements SandboxService {
     const record: SandboxRecord = { ...stored, state: 'detaching', updatedAt: new Date().toISOString() };
     await this.deps.records.put(sandboxId, record);
     const errors = await undoSteps(record.steps, record.steps.length, this.deps.runner, 'retire', record.netns, this.deps.hooks?.detachFailpoint);
-    this.deps.reaper.kick();
+    const parked = parksIn(record.steps, record.netns);
+    this.deps.reaper.kick(parked);
     if (errors.length) {
       // The record stays 'detaching': a retry, or the next start-up, finishes the job.
       throw new KnitError('INTERNAL', `detach of ${sandboxId} is incomplete: ${errors.join('; ')}`);
     }
     releaseInterfaces(this.deps.ipam, sandboxId, record.allocations);
-    await this.deps.records.remove(sandboxId);
     this.netnsIndex.update(record, false);
     this.deps.handoff?.forget(sandboxId);
+    if (parked) {
+      // Every device is down, renamed and in the reap group: answer now, as a runc detach does,
+      // instead of after the kernel's deletes. The 'detaching' record is the only note of the
+      // devices parked inside the netns, so it goes once the reaper has deleted them; a crash
+      // before that finishes the detach at start-up (recovery.ts). The lock stays held meanwhile.
+      answer();
+      await this.deps.reaper.whenReaped();
+    }
+    await this.deps.records.remove(sandboxId);
     this.events.emit('event', { type: 'detach', sandboxId } satisfies WatchEvent);
   }
 

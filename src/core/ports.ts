@@ -7,6 +7,13 @@ import type { AttachRequest, AttachResult, Extension, RuntimeKind } from '../bas
 import type { ActionRunner, Failpoint } from './executor.js';
 import type { NetnsIdentity, SandboxRecord } from './record.js';
 
+/** src/core/reaper.ts: kick() after parking devices (with the sandbox netns when some were
+ * parked there); whenReaped() resolves once they are gone. */
+export interface ReaperPort {
+  kick(netns?: NetnsIdentity): void;
+  whenReaped(): Promise<void>;
+}
+
 export interface RecordStorePort<T> {
   get(id: string): T | undefined;
   values(): Iterable<T>;
@@ -62,7 +69,7 @@ export interface ManagerDeps {
   netns: NetnsPort;
   strategies: Partial<Record<RuntimeKind, Strategy>>;
   extensions: ExtensionsPort;
-  reaper: { kick(): void };
+  reaper: ReaperPort;
   /** VM hand-off by fd: adds fresh one-time tokens to answers; forgets them on detach. */
   handoff?: { decorate(result: AttachResult): AttachResult; forget(sandboxId: string): void };
   hooks?: ManagerHooks;

@@ -7,7 +7,7 @@ import { reserveFromRecord } from './addresses.js';
 import type { IpamPort, RecordStorePort } from './ports.js';
 import type { SandboxRecord } from './record.js';
 import { sweepLeakedDevices, sweepLeakedHostPortTables } from './gc.js';
-import type { Reaper } from './reaper.js';
+import { parksIn, type Reaper } from './reaper.js';
 import { repairPending } from './hotplug.js';
 
 export interface RecoveryReport {
@@ -25,6 +25,9 @@ export interface RecoveryReport {
 export async function recover(records: RecordStorePort<SandboxRecord>, ipam: IpamPort, runner: ActionRunner, reaper: Reaper): Promise<RecoveryReport> {
   const report: RecoveryReport = { rolledBack: [], completedDetach: [], kept: [], repairedInterfaces: [], leakedDevices: [], leakedTables: [], errors: [] };
   for (let rec of [...records.values()]) {
+    // A crash after a detach, rollback or interface removal parked devices inside the netns
+    // (renamed: the inverses below cannot find them by name) leaves them to the reaper's run at the end.
+    if (rec.state !== 'attached' || rec.pending) reaper.kick(parksIn(rec.steps, rec.netns));
     if (rec.state === 'attached' && rec.pending) {
       // An AddInterface or RemoveInterface was cut short: both end with the interface gone.
       const repaired = await repairPending(rec, runner);

@@ -61,8 +61,8 @@ export class FakeExtensions implements ExtensionsPort {
   missingRequired() { return []; }
 }
 
-/** netns: a NetnsPort of the test's own (one that refuses, say). */
-export function fixture(netns?: NetnsPort) {
+/** netns: a NetnsPort of the test's own (one that refuses, say); whenReaped: the reaper's. */
+export function fixture(netns?: NetnsPort, whenReaped?: () => Promise<void>) {
   const events: string[] = [];
   const runner = new FakeRunner(events);
   const records = new MemoryRecords(events);
@@ -80,7 +80,7 @@ export function fixture(netns?: NetnsPort) {
     netns: netns ?? { identify: (path) => ({ path, dev: 4, ino: [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17) }) },
     strategies: { runc: runcStrategy },
     extensions,
-    reaper: { kick: () => kicks++ },
+    reaper: { kick: () => kicks++, whenReaped: whenReaped ?? (async () => undefined) },
   });
   const held = () => NETWORKS.reduce((n, net) => n + ipam.usage(net.name).reduce((m, p) => m + p.used, 0), 0);
   return { events, runner, records, extensions, ipam, manager, held, kicks: () => kicks };

@@ -89,7 +89,7 @@ class Node {
     this.manager = new SandboxManager({
       networks: () => new Map([[NETWORK.name, NETWORK]]), defaultNetwork: () => NETWORK.name, unreadyNetworks: () => new Map(),
       records: this.records, ipam, runner: this.runner, netns: new NetnsChecker(), strategies, extensions: noExtensions,
-      reaper: { kick: () => undefined }, hooks, sysfsRoot: () => this.s.node.root,
+      reaper: { kick: () => undefined, whenReaped: async () => undefined }, hooks, sysfsRoot: () => this.s.node.root,
     });
     return report;
   }

@@ -156,6 +156,27 @@ test('detach runs the retire inverses of every step in reverse, releases the add
   t.is(f.runner.batches.length, batches, 'a second detach has nothing to do');
 });
 
+test('detach of a sandbox with a device parked in its netns answers first and drops the record once the reaper is done', async (t) => {
+  let reaped!: () => void;
+  const f = fixture(undefined, () => new Promise<void>((resolve) => (reaped = resolve)));
+  await f.manager.attach(request());
+  const rec = f.records.get('sb-1')!;
+  // A VM's tap: parked in the sandbox netns on detach, deleted there by the reaper.
+  const tap = { description: 'tap', netns: NETNS, do: { op: 'tun.add' as const, name: 'tap0', mode: 'tap' as const }, retire: [{ op: 'link.set' as const, link: 'tap0', up: false }], reapInNetns: true as const };
+  f.records.docs.set('sb-1', { ...rec, steps: [...rec.steps, tap] });
+  await f.manager.detach('sb-1');
+  t.is(f.records.get('sb-1')?.state, 'detaching', 'answered while the record still notes the parked tap');
+  t.is(f.held(), 0, 'the addresses are free at once');
+  let again = false;
+  const second = f.manager.detach('sb-1').then(() => (again = true));
+  await new Promise((r) => setImmediate(r));
+  t.false(again, 'the sandbox stays locked until the record is gone');
+  reaped();
+  await second;
+  t.is(f.records.get('sb-1'), undefined);
+  t.is(f.events.at(-1), 'store.remove');
+});
+
 test('detach of an unknown sandbox succeeds and touches nothing', async (t) => {
   const f = fixture();
   await f.manager.detach('sb-never');

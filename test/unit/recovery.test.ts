@@ -26,7 +26,7 @@ async function restart(rec: SandboxRecord, before?: (f: ReturnType<typeof fixtur
   f.records.docs.set(rec.sandboxId, structuredClone(rec));
   before?.(f);
   let reaped = 0;
-  const reaper = { reapNow: async () => void reaped++ } as unknown as Reaper;
+  const reaper = { reapNow: async () => void reaped++, kick: () => undefined } as unknown as Reaper;
   const report = await recover(f.records, f.ipam, f.runner, reaper);
   // Recovery also dumps the host's links to sweep leaks; the fake has none.
   const sent = f.runner.applied.map((x) => x.action).filter((a) => a.op !== 'link.list');

@@ -33,18 +33,32 @@ int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string
   return -ENODEV;
 }
 
+// The ifindex an earlier op of this batch looked up for name, if nothing since may have
+// renamed, moved or deleted a link.
+const uint32_t* CachedIndex(const RunContext& ctx, const std::string& name) {
+  if (!ctx.linkIndex) return nullptr;
+  auto it = ctx.linkIndex->find(name);
+  return it == ctx.linkIndex->end() ? nullptr : &it->second;
+}
+
 // Fills the request's run-time slots. Opened netns fds go to *fds for the caller to close.
 int ApplyFixups(RunContext& ctx, Request& req, Message* bytes, OpResult* res, OpError* err, std::vector<int>* fds) {
   for (const Fixup& fx : req.fixups) {
     uint32_t value = 0;
     if (fx.kind == Fixup::kLink) {
-      LinkInfo found;
-      int rc = GetLinkByName(*ctx.socket, fx.name, &found, &err->extack);
-      if (rc < 0) {
-        err->context = "look up link " + fx.name + " (" + fx.field + ")";
-        return rc;
+      const uint32_t* known = CachedIndex(ctx, fx.name);
+      if (known) {
+        value = *known;
+      } else {
+        LinkInfo found;
+        int rc = GetLinkByName(*ctx.socket, fx.name, &found, &err->extack);
+        if (rc < 0) {
+          err->context = "look up link " + fx.name + " (" + fx.field + ")";
+          return rc;
+        }
+        value = found.index;
+        if (ctx.linkIndex) (*ctx.linkIndex)[fx.name] = value;
       }
-      value = found.index;
       if (fx.subject) res->index = value;
     } else {
       OpError open;
@@ -59,6 +73,28 @@ int ApplyFixups(RunContext& ctx, Request& req, Message* bytes, OpResult* res, Op
     std::memcpy(bytes->data() + fx.offset, &value, 4);
   }
   return 0;
+}
+
+// True when a request may change which link a name stands for in this netns: a delete (a
+// veth's peer and a macvtap's upper go with it), a rename (an index plus IFLA_IFNAME), or a
+// move to another netns. Creating a link only adds a name, which no lookup has cached.
+bool MayChangeLinkNames(const Message& m) {
+  if (m.size() < NLMSG_HDRLEN + sizeof(ifinfomsg)) return false;
+  const auto* h = reinterpret_cast<const nlmsghdr*>(m.data());
+  if (h->nlmsg_type == RTM_DELLINK) return true;
+  if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_SETLINK) return false;
+  const auto* ifi = reinterpret_cast<const ifinfomsg*>(m.data() + NLMSG_HDRLEN);
+  size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
+  const size_t end = std::min<size_t>(h->nlmsg_len, m.size());
+  while (off + sizeof(rtattr) <= end) {
+    const auto* a = reinterpret_cast<const rtattr*>(m.data() + off);
+    if (a->rta_len < sizeof(rtattr)) break;
+    const uint16_t type = a->rta_type & NLA_TYPE_MASK;
+    if (type == IFLA_IFNAME && ifi->ifi_index != 0) return true;
+    if (type == IFLA_NET_NS_FD || type == IFLA_NET_NS_PID || type == IFLA_TARGET_NETNSID) return true;
+    off += RTA_ALIGN(a->rta_len);
+  }
+  return false;
 }
 
 template <typename T, typename Parse>
@@ -135,6 +171,7 @@ int RunOp(RunContext& ctx, PreparedOp& op, OpResult* res, OpError* err) {
     int rc = ApplyFixups(ctx, req, &bytes, res, err, &fds);
     std::vector<Message> replies;
     if (rc == 0) {
+      if (ctx.linkIndex && MayChangeLinkNames(bytes)) ctx.linkIndex->clear();
       rc = ctx.socket->Transact(std::move(bytes), &replies, &err->extack);
       if (rc < 0) err->context = op.name;
     }
@@ -149,6 +186,9 @@ int RunOp(RunContext& ctx, PreparedOp& op, OpResult* res, OpError* err) {
 }  // namespace
 
 int RunBatch(RunContext& ctx, std::vector<PreparedOp>& ops, std::vector<OpResult>* results, OpError* err) {
+  std::unordered_map<std::string, uint32_t> linkIndex;
+  ctx.linkIndex = &linkIndex;
+  struct Reset { RunContext& c; ~Reset() { c.linkIndex = nullptr; } } reset{ctx};
   for (size_t i = 0; i < ops.size(); i++) {
     PreparedOp& op = ops[i];
     OpResult res;

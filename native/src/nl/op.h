@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "errors.h"
@@ -41,6 +42,10 @@ struct Request {
 struct RunContext {
   Socket* socket;
   int nsfd;  // the handle's netns, -1 for the daemon's own
+  // Link names looked up during the current batch (name -> ifindex), so a batch that names
+  // eth0 in five ops asks the kernel once. RunBatch owns it; any request that may rename,
+  // move or delete a link empties it.
+  std::unordered_map<std::string, uint32_t>* linkIndex = nullptr;
 };
 
 struct PreparedOp {
