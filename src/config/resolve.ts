@@ -58,6 +58,8 @@ export interface KnitConfig {
   instance: string;
   /** sysfs for device attachments (schema.ts). */
   sysfsRoot: string;
+  /** Seconds between sweeps for sandboxes whose netns is gone; 0 is off (schema.ts). */
+  goneNetnsSweepSeconds: number;
   defaultNetwork: string;
   networks: NetworkConfig[];
 }

@@ -9,8 +9,11 @@ import { KnitError, quote } from '../base/errors.js';
 import { netnsPathProblem } from '../api/rules.js';
 import type { NetnsPort } from '../core/ports.js';
 import type { NetnsIdentity } from '../core/record.js';
+import { goneNetnsChecker } from './netns-liveness.js';
 
 export class NetnsChecker implements NetnsPort {
+  readonly goneChecker = goneNetnsChecker;
+
   identify(file: string): NetnsIdentity {
     const problem = symlinkProblem(file);
     if (problem) throw KnitError.invalid('netns_path', problem);
