@@ -7,9 +7,17 @@
 // namespace deleted during a sweep is still seen, and a burst of asks costs one extra sweep.
 import type { SandboxRecord } from './record.js';
 
+/** A pool with less than 1/16 of its addresses free runs low: a sweep now may spare the next
+ * attach the wait for one (an IPv6 pool never does). */
+export const runsLow = (pool: { size: number; free: number }) => pool.free * 16 < pool.size;
+
+/** Low pools ask for a sweep at most this often: every attach into a nearly full pool would. */
+const LOW_POOL_GAP_MS = 10_000;
+
 export class GoneNetnsSweeper {
   private running?: Promise<string[]>;
   private queued?: Promise<string[]>;
+  private lastLowSweep = -Infinity;
 
   constructor(
     /** Records whose namespace is gone now. */
@@ -26,6 +34,15 @@ export class GoneNetnsSweeper {
       return this.start(trigger);
     });
     return this.queued;
+  }
+
+  /** A pool runs low: a sweep in the background, unless one was asked for this way lately.
+   * Failures are reported by reap, as for every sweep. */
+  poolLow(): void {
+    const now = performance.now();
+    if (now - this.lastLowSweep < LOW_POOL_GAP_MS) return;
+    this.lastLowSweep = now;
+    this.sweep('pool-low').catch(() => undefined);
   }
 
   private start(trigger: string): Promise<string[]> {

@@ -12,7 +12,7 @@ import { allocateInterface, previewInterface, releaseInterfaces } from './addres
 import { checkRecord } from './check.js';
 import { garbageCollect, type ValidAttachment } from './gc.js';
 import { NetnsIndex } from './netns-index.js';
-import { GoneNetnsSweeper } from './gone-netns.js';
+import { GoneNetnsSweeper, runsLow } from './gone-netns.js';
 import { nodeStatus } from './node-status.js';
 import type { ManagerDeps } from './ports.js';
 import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
@@ -73,6 +73,7 @@ export class SandboxManager implements SandboxService {
       admitted = this.admitAndAllocate(req);
     }
     const { strategy, networks, publishes, netns, allocations } = admitted;
+    if (networks.some((n) => n.mode !== 'cni' && this.deps.ipam.usage(n.name).some(runsLow))) this.goneSweeper.poolLow();
 
     const holds = this.deviceClaims.holds(req.sandboxId, this.prepareEnv());
     // Claimed until the record (which then holds them) is written or the attach gave up: a

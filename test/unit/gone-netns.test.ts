@@ -85,3 +85,16 @@ test('sweeps run one at a time; asks meanwhile share the next one', async (t) =>
   t.is(await third, await second, 'the third shares the second');
   t.is(finds, 2);
 });
+
+test('an attach that leaves a pool with under 1/16 free sweeps in the background', async (t) => {
+  const f = fixture();
+  const size = f.ipam.usage('pods').find((p) => p.family === 4)!.free;
+  const lowAt = size - Math.floor((size - 1) / 16); // the attach after which free * 16 < size
+  for (let n = 1; n < lowAt; n++) await f.manager.attach(pod(n));
+  f.runner.gone.add('/run/netns/tg-3');
+  t.truthy(f.records.get('sb-3'), 'not low yet: nothing swept');
+  await f.manager.attach(pod(lowAt));
+  // A sweep asked for now runs after the background one: it finds nothing left to do.
+  t.deepEqual(await f.manager.reapGoneNetns('test'), [], 'the background sweep took it');
+  t.is(f.records.get('sb-3'), undefined, 'swept without a pool running dry');
+});
