@@ -211,3 +211,33 @@ test.serial('the timer finds what nothing else would: a Kata host-tap pod delete
   t.false(existsSync(`${danDir}/${p.id}.json`));
   await assertReaped(t, s, hostTap, p.id, result.ips[0].address, s.pods.pod(2));
 });
+
+test.serial('kill -9 before each inverse of a reap: the next start finishes it, nothing is left', async (t) => {
+  const s = await setup(t, 'ngk', '10.193.6.0/24', { goneNetnsSweepSeconds: 0 });
+  const rt = RUNTIMES[1]; // Kata tcfilter: host veth, tap and redirects
+  await s.d.stop();
+  let kills = 0;
+  for (let n = 0; ; n++) {
+    const p = s.pods.pod(n + 1);
+    const armed = await s.d.restart({ KNIT_FAILPOINT: `detach:${n}` });
+    s.d = armed;
+    await armed.call('Attach', attachReq(rt, p.id, p.path));
+    let killed = false;
+    void armed.exited.then((e) => (killed = e.signal === 'SIGKILL'));
+    netnsDel(p.ns);
+    // Either the failpoint kills it during the reap, or the reap (past the last inverse) finishes.
+    await eventuallyAsync(async () => killed || !(await listed(armed).catch(() => [p.id])).includes(p.id), `the reap of ${p.id}`);
+    if (killed) {
+      armed.close();
+      s.d = await armed.restart();
+      kills++;
+    }
+    t.deepEqual(await listed(s.d), [], `no record (failpoint ${n})`);
+    t.is(await used(s.d), 0, `no address held (failpoint ${n})`);
+    await eventually(() => tagged(p.id).length === 0, `no host device of ${p.id} (failpoint ${n})`);
+    await s.d.stop();
+    if (!killed) break;
+  }
+  t.log(`killed before each of ${kills} inverse(s), then the reap ran to its end`);
+  t.true(kills > 0);
+});
