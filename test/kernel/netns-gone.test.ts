@@ -241,3 +241,17 @@ test.serial('kill -9 before each inverse of a reap: the next start finishes it, 
   t.log(`killed before each of ${kills} inverse(s), then the reap ran to its end`);
   t.true(kills > 0);
 });
+
+test.serial('a new netns pinned at the same path is not the sandbox\'s: the old one is reaped, the new one is left alone', async (t) => {
+  const s = await setup(t, 'ngu', '10.193.7.0/24', { goneNetnsSweepSeconds: 0 });
+  const p = s.pods.pod(1);
+  await s.d.call('Attach', attachReq(RUNTIMES[0], p.id, p.path));
+  netnsDel(p.ns);
+  execFileSync('ip', ['netns', 'add', p.ns]);
+  // Someone else's device in the new namespace, named as knit's was.
+  execFileSync('ip', ['-n', p.ns, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0p']);
+  await eventuallyAsync(async () => (await listed(s.d)).length === 0, 'the reap');
+  t.like(reapLogs(s.d)[0], { sandboxId: p.id, netns: p.path });
+  t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname).sort(), ['eth0', 'eth0p', 'lo'], 'the new namespace keeps its eth0');
+  t.deepEqual(tagged(p.id), []);
+});
