@@ -318,6 +318,9 @@ export class SandboxManager implements SandboxService {
 
   /** knit's own detach of a sandbox found with its netns gone (gone-netns.ts), under its lock. */
   private async reapGone(found: SandboxRecord, trigger: string): Promise<boolean> {
+    // A sandbox with an operation under way is left to the next sweep. Waiting for its lock could
+    // wait forever: an attach that holds it may itself be waiting for this sweep (pool-exhausted).
+    if (this.locks.busy(found.sandboxId)) return false;
     try {
       const reaped = await this.locks.run(found.sandboxId, async () => {
         const now = this.deps.records.get(found.sandboxId);

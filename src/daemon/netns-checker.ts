@@ -19,7 +19,7 @@ export class NetnsChecker implements NetnsPort {
     if (problem) throw KnitError.invalid('netns_path', problem);
     try {
       const id = identifyNetns(file, { rejectHost: true });
-      return { path: file, dev: id.dev, ino: id.ino };
+      return { path: file, dev: id.dev, ino: id.ino, ...(id.id !== undefined && { id: id.id }) };
     } catch (err) {
       if (!(err instanceof NetnsError)) throw err;
       const why =
