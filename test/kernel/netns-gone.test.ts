@@ -7,7 +7,8 @@
 import test, { type ExecutionContext } from 'ava';
 import * as grpc from '@grpc/grpc-js';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { identifyNetns } from '../../src/net/netns.js';
 import { knitProto } from '../../src/api/proto.js';
 import {
   cleanupDaemon, eventually, freePort, hostLinks, ipJson, podFactory, startDaemon, type Daemon, type DaemonOptions,
@@ -254,4 +255,35 @@ test.serial('a new netns pinned at the same path is not the sandbox\'s: the old 
   t.like(reapLogs(s.d)[0], { sandboxId: p.id, netns: p.path });
   t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname).sort(), ['eth0', 'eth0p', 'lo'], 'the new namespace keeps its eth0');
   t.deepEqual(tagged(p.id), []);
+});
+
+test.serial('a new netns under the gone one\'s reused inode does not keep it: the kernel\'s namespace id tells them apart', async (t) => {
+  if (identifyNetns('/proc/self/ns/net').id === undefined) {
+    t.log('this kernel has no namespace ids (NS_GET_ID, Linux 6.18+): a reused inode keeps a gone sandbox until that netns goes too');
+    t.pass();
+    return;
+  }
+  const s = await setup(t, 'ngi', '10.193.8.0/24', {});
+  const p = s.pods.pod(1);
+  await s.d.call('Attach', attachReq(RUNTIMES[0], p.id, p.path));
+  const ino = statSync(p.path).ino;
+  await s.d.stop();
+  netnsDel(p.ns);
+  // The kernel hands out the lowest free inode number: make namespaces until one gets it.
+  const made: string[] = [];
+  t.teardown(() => made.forEach((n) => execFileSync('ip', ['netns', 'del', n], { stdio: 'ignore' })));
+  let reuser: string | undefined;
+  for (let i = 0; i < 40 && !reuser; i++) {
+    const name = `${s.opts.prefix}-r${i}`;
+    execFileSync('ip', ['netns', 'add', name]);
+    made.push(name);
+    if (statSync(`/run/netns/${name}`).ino === ino) reuser = name;
+    else await new Promise((r) => setTimeout(r, 50)); // the gone netns's teardown frees its number
+  }
+  if (!reuser) return t.log(`no namespace got inode ${ino} back (other namespaces took it); nothing to check this run`), t.pass();
+
+  s.d = await s.d.restart();
+  t.deepEqual(await listed(s.d), [], 'reaped, though a live netns holds its inode');
+  t.like(reapLogs(s.d)[0], { sandboxId: p.id, trigger: 'start-up' });
+  t.deepEqual(ipJson(['link', 'show'], reuser).map((l: any) => l.ifname), ['lo'], 'the new netns is untouched');
 });
