@@ -3,7 +3,9 @@
 // or at its next start, for runc, Kata and KubeVirt sandboxes. Its address is free again (a
 // static attach of exactly that address succeeds), no host link carries its tag, the metric,
 // the log line and a Watch event say so. A netns that is only pinned elsewhere (a second bind,
-// the first removed) or kept by a process is not gone. A pool that runs dry sweeps at once.
+// the first removed) or kept by a process is not gone; a new netns at the same path, or under the
+// gone one's reused inode, is another namespace. A pool that runs dry sweeps at once, the timer
+// finds what nothing else prompts, and a kill -9 during a reap is finished by the next start.
 import test, { type ExecutionContext } from 'ava';
 import * as grpc from '@grpc/grpc-js';
 import { execFileSync, spawn } from 'node:child_process';
