@@ -17,6 +17,9 @@
 namespace knit {
 namespace {
 
+// linux/nsfs.h of Linux 6.18; defined here so the addon builds against older headers.
+constexpr unsigned long kNsGetId = _IOR(0xb7, 13, __u64);
+
 const char* FileKind(mode_t mode) {
   switch (mode & S_IFMT) {
     case S_IFREG: return "a regular file";
@@ -108,6 +111,9 @@ int IdentifyNetnsFd(int fd, NetnsId* id, OpError* err, const std::string& path) 
   if (fstat(fd, &st) < 0) return Fail(err, errno, "stat netns " + path);
   id->dev = st.st_dev;
   id->ino = st.st_ino;
+  // Older kernels answer ENOTTY: the inode is all there is.
+  uint64_t nsid = 0;
+  if (ioctl(fd, kNsGetId, &nsid) == 0) id->nsid = nsid;
   return 0;
 }
 

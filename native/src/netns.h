@@ -1,5 +1,6 @@
 // Network namespace files: open, identify, create (pinned by a bind mount), delete.
 #pragma once
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <string>
@@ -11,6 +12,9 @@ namespace knit {
 struct NetnsId {
   dev_t dev = 0;
   ino_t ino = 0;
+  // The kernel's namespace id (ioctl NS_GET_ID, Linux 6.18+): unlike the inode, never reused
+  // once the namespace is gone. 0 when the kernel has none.
+  uint64_t nsid = 0;
 };
 
 // Opens path O_RDONLY|O_CLOEXEC and checks it is a network namespace (NS_GET_NSTYPE, with an

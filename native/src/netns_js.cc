@@ -12,6 +12,8 @@
 // thread so no pool thread ever changes namespace.
 #include <napi.h>
 
+#include <string>
+
 #include "errors.h"
 #include "netns.h"
 #include "nsfd_args.h"
@@ -24,6 +26,8 @@ Napi::Object IdToJs(Napi::Env env, const NetnsId& id) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("dev", Napi::Number::New(env, static_cast<double>(id.dev)));
   o.Set("ino", Napi::Number::New(env, static_cast<double>(id.ino)));
+  // A decimal string: a u64, and it goes into JSON records as it is.
+  if (id.nsid != 0) o.Set("id", Napi::String::New(env, std::to_string(id.nsid)));
   return o;
 }
 

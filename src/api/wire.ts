@@ -219,7 +219,7 @@ export function watchEventToWire(e: WatchEvent): object {
     case 'detach':
     case 'interface-added':
     case 'interface-removed':
-      return { sandbox: { type: e.type, sandbox_id: e.sandboxId, result: e.result ? resultToWire(e.result) : null } };
+      return { sandbox: { type: e.type, sandbox_id: e.sandboxId, result: e.result ? resultToWire(e.result) : null, reason: e.reason ?? '' } };
     case 'link':
       return { link: { netns: e.netns ?? '', name: e.name, index: e.index, up: e.up, removed: e.removed, sandbox_id: e.sandboxId ?? '' } };
     case 'address':

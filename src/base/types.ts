@@ -138,7 +138,9 @@ export interface NodeStatus {
 }
 
 export type WatchEvent =
-  | { type: 'attach' | 'detach' | 'interface-added' | 'interface-removed'; sandboxId: string; result?: AttachResult }
+  | { type: 'attach' | 'detach' | 'interface-added' | 'interface-removed'; sandboxId: string; result?: AttachResult;
+      /** detach only: set when knit detached the sandbox itself ('netns-gone': its netns no longer exists). */
+      reason?: 'netns-gone' }
   | { type: 'link'; sandboxId?: string; netns?: string; name: string; index: number; up: boolean; removed: boolean }
   | { type: 'address'; netns?: string; index: number; address: string; removed: boolean };
 

@@ -60,6 +60,8 @@ export interface KnitConfig {
   sysfsRoot: string;
   /** Kata: the directory DAN files are confined to (schema.ts). */
   kata: { danDir: string };
+  /** Seconds between sweeps for sandboxes whose netns is gone; 0 is off (schema.ts). */
+  goneNetnsSweepSeconds: number;
   defaultNetwork: string;
   networks: NetworkConfig[];
 }

@@ -138,6 +138,10 @@ export const configSchema = z.strictObject({
       backoffMs: z.number().int().min(10).max(3_600_000).default(5_000),
     })
     .prefault({}),
+  /** Every this many seconds knit detaches the sandboxes whose network namespace is gone
+   * (deleted without a Detach or CNI DEL); 0 turns the timer off. Start-up, a pool running dry
+   * and a sandbox's host link vanishing sweep too, whatever this says (src/core/gone-netns.ts). */
+  goneNetnsSweepSeconds: z.number().int().min(0).max(86_400).default(60),
   /** Network for interfaces that name none. Default: the first network. */
   defaultNetwork: z.string().optional(),
   /** Names this daemon's objects (alias tags "<instance>:...", its reap group). Keep the

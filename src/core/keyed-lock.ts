@@ -2,6 +2,11 @@
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>();
 
+  /** True while an operation on key runs or waits (and for a moment after the last ends). */
+  busy(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   run<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(key) ?? Promise.resolve();
     const next = prev.then(fn, fn);

@@ -13,6 +13,7 @@ import { checkRecord } from './check.js';
 import { garbageCollect, type ValidAttachment } from './gc.js';
 import { NetnsIndex } from './netns-index.js';
 import { parksIn } from './reaper.js';
+import { GoneNetnsSweeper, runsLow } from './gone-netns.js';
 import { nodeStatus } from './node-status.js';
 import type { ManagerDeps } from './ports.js';
 import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
@@ -62,15 +63,18 @@ export class SandboxManager implements SandboxService {
         { field: 'sandbox_id' },
       );
     }
-    const { strategy, networks, publishes, netns } = this.admit(req);
-
-    const allocations: InterfaceAllocation[] = [];
+    let admitted;
     try {
-      req.interfaces.forEach((ifc, i) => allocations.push(allocateInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i])));
+      admitted = this.admitAndAllocate(req);
     } catch (err) {
-      releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
-      throw err;
+      // A pool ran dry: sandboxes whose netns is gone may hold addresses. Sweep them now rather
+      // than at the next timer, and try once more if that freed anything.
+      if (!(err instanceof KnitError && err.code === 'RESOURCE_EXHAUSTED')) throw err;
+      if (!(await this.reapGoneNetns('pool-exhausted')).length) throw err;
+      admitted = this.admitAndAllocate(req);
     }
+    const { strategy, networks, publishes, netns, allocations } = admitted;
+    if (networks.some((n) => n.mode !== 'cni' && this.deps.ipam.usage(n.name).some(runsLow))) this.goneSweeper.poolLow();
 
     const holds = this.deviceClaims.holds(req.sandboxId, this.prepareEnv());
     // Claimed until the record (which then holds them) is written or the attach gave up: a
@@ -82,6 +86,19 @@ export class SandboxManager implements SandboxService {
       holds.release();
       this.hostPortClaims.delete(req.sandboxId);
     }
+  }
+
+  /** admit's checks, then every interface's addresses (or none), with nothing awaited between. */
+  private admitAndAllocate(req: AttachRequest) {
+    const admitted = this.admit(req);
+    const allocations: InterfaceAllocation[] = [];
+    try {
+      req.interfaces.forEach((ifc, i) => allocations.push(allocateInterface(this.deps.ipam, req.sandboxId, ifc, i, admitted.networks[i])));
+    } catch (err) {
+      releaseInterfaces(this.deps.ipam, req.sandboxId, allocations);
+      throw err;
+    }
+    return { ...admitted, allocations };
   }
 
   /**
@@ -304,7 +321,44 @@ export class SandboxManager implements SandboxService {
     }
   }
 
-  private async detachLocked(sandboxId: string, netnsPath: string | undefined, answer: () => void): Promise<void> {
+  /** knit's own detach of a sandbox found with its netns gone (gone-netns.ts), under its lock. */
+  private async reapGone(found: SandboxRecord, trigger: string): Promise<boolean> {
+    // A sandbox with an operation under way is left to the next sweep. Waiting for its lock could
+    // wait forever: an attach that holds it may itself be waiting for this sweep (pool-exhausted).
+    if (this.locks.busy(found.sandboxId)) return false;
+    try {
+      const reaped = await this.locks.run(found.sandboxId, async () => {
+        const now = this.deps.records.get(found.sandboxId);
+        // Detached meanwhile, or detached and attached anew (in a namespace that may reuse the
+        // gone one's inode): not the sandbox that was found gone.
+        if (!now || now.createdAt !== found.createdAt || now.state === 'attaching') return false;
+        await this.detachLocked(found.sandboxId, undefined, () => {}, 'netns-gone');
+        return true;
+      });
+      if (reaped) this.deps.hooks?.onReaped?.(found.sandboxId, found.netns, trigger);
+      return reaped;
+    } catch (err) {
+      this.deps.hooks?.onReaped?.(found.sandboxId, found.netns, trigger, asKnitError(err));
+      throw err;
+    }
+  }
+
+  private readonly goneSweeper = new GoneNetnsSweeper(
+    () => {
+      const gone = this.deps.netns.goneChecker();
+      // An 'attaching' record is an attach in flight (start-up rolled back the crashed ones).
+      return [...this.deps.records.values()].filter((r) => r.state !== 'attaching' && gone(r.netns));
+    },
+    (rec, trigger) => this.reapGone(rec, trigger),
+  );
+
+  /** Detaches every sandbox whose netns is gone; answers their ids. `trigger` is for the log. */
+  reapGoneNetns(trigger: string): Promise<string[]> {
+    return this.goneSweeper.sweep(trigger);
+  }
+
+  /** Detaches under the sandbox's lock; `answer` is called as soon as the devices are inert. */
+  private async detachLocked(sandboxId: string, netnsPath: string | undefined, answer: () => void, reason?: 'netns-gone'): Promise<void> {
     const stored = this.deps.records.get(sandboxId);
     if (!stored) return; // idempotent: nothing of this sandbox is left
     if (netnsPath && netnsPath !== stored.netns.path && this.deps.runner.netnsUsable(netnsPath) && !this.deps.runner.netnsUsable(netnsPath, stored.netns)) {
@@ -335,7 +389,7 @@ export class SandboxManager implements SandboxService {
       await this.deps.reaper.whenReaped();
     }
     await this.deps.records.remove(sandboxId);
-    this.events.emit('event', { type: 'detach', sandboxId } satisfies WatchEvent);
+    this.events.emit('event', { type: 'detach', sandboxId, ...(reason && { reason }) } satisfies WatchEvent);
   }
 
   // ---- questions -----------------------------------------------------------------------

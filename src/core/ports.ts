@@ -36,6 +36,9 @@ export interface IpamPort {
 export interface NetnsPort {
   /** Throws KnitError INVALID_ARGUMENT naming netns_path when it is not a usable netns. */
   identify(path: string): NetnsIdentity;
+  /** A snapshot answering whether a recorded namespace is gone: no longer at its path, and
+   * nothing else (a moved bind mount, a process) refers to it. */
+  goneChecker(): (id: NetnsIdentity) => boolean;
 }
 
 export interface ExtensionsPort {
@@ -56,6 +59,9 @@ export interface ManagerHooks {
   removeInterfaceFailpoint?: Failpoint;
   onAttach?(sandboxId: string, ms: number, error?: KnitError): void;
   onDetach?(sandboxId: string, ms: number, error?: KnitError): void;
+  /** A sandbox whose netns is gone was detached by knit itself (gone-netns.ts); `trigger` says
+   * what started the sweep. */
+  onReaped?(sandboxId: string, netns: NetnsIdentity, trigger: string, error?: KnitError): void;
 }
 
 export interface ManagerDeps {

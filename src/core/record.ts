@@ -6,7 +6,8 @@ import type { AttachRequest, AttachResult, AttachmentState } from '../base/types
 import type { Allocation } from '../base/strategy.js';
 import type { InterfacePart } from '../base/strategy.js';
 
-export interface NetnsIdentity { path: string; dev: number; ino: number }
+/** id: the kernel's never-reused namespace id, where the kernel has one (src/net/netns.ts). */
+export interface NetnsIdentity { path: string; dev: number; ino: number; id?: string }
 
 export interface InterfaceAllocation {
   ifname: string;

@@ -1,5 +1,6 @@
 // Watch's link events: the host ends of attached sandboxes going up, down or away, from an
-// rtnetlink monitor in the daemon's netns. Only devices a record owns are reported.
+// rtnetlink monitor in the daemon's netns. Only devices a record owns are reported. One that
+// vanishes also calls onOwnedLinkGone: its sandbox's netns may be gone (gone-netns-sweeps.ts).
 import { Monitor, type LinkEvent } from '../net/monitor.js';
 import { ownedHostDevices, type SandboxRecord } from '../core/record.js';
 import type { SandboxManager } from '../core/manager.js';
@@ -8,6 +9,7 @@ export function publishLinkEvents(
   manager: SandboxManager,
   records: { values(): Iterable<SandboxRecord> },
   log: { warn(o: object, m: string): void },
+  onOwnedLinkGone: () => void = () => undefined,
 ): () => void {
   // name -> sandbox id (and back), kept in step with attach/detach instead of scanning per event.
   const owners = new Map<string, string>();
@@ -30,7 +32,9 @@ export function publishLinkEvents(
     monitor.unref();
     monitor.on('link', (l: LinkEvent) => {
       const sandboxId = owners.get(l.name);
-      if (sandboxId) manager.publish({ type: 'link', sandboxId, name: l.name, index: l.index, up: l.up, removed: l.removed });
+      if (!sandboxId) return;
+      manager.publish({ type: 'link', sandboxId, name: l.name, index: l.index, up: l.up, removed: l.removed });
+      if (l.removed) onOwnedLinkGone();
     });
     monitor.on('overrun', () => log.warn({}, 'link monitor overrun: some link events were lost'));
     // Without a listener an 'error' event would throw and take the daemon down with it.

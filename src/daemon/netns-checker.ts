@@ -9,14 +9,17 @@ import { KnitError, quote } from '../base/errors.js';
 import { netnsPathProblem } from '../api/rules.js';
 import type { NetnsPort } from '../core/ports.js';
 import type { NetnsIdentity } from '../core/record.js';
+import { goneNetnsChecker } from './netns-liveness.js';
 
 export class NetnsChecker implements NetnsPort {
+  readonly goneChecker = goneNetnsChecker;
+
   identify(file: string): NetnsIdentity {
     const problem = symlinkProblem(file);
     if (problem) throw KnitError.invalid('netns_path', problem);
     try {
       const id = identifyNetns(file, { rejectHost: true });
-      return { path: file, dev: id.dev, ino: id.ino };
+      return { path: file, dev: id.dev, ino: id.ino, ...(id.id !== undefined && { id: id.id }) };
     } catch (err) {
       if (!(err instanceof NetnsError)) throw err;
       const why =

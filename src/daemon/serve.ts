@@ -30,6 +30,7 @@ import { NetnsChecker } from './netns-checker.js';
 import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './tap-fd-server.js';
 import { publishLinkEvents } from './link-events.js';
+import { scheduleGoneNetnsSweeps } from './gone-netns-sweeps.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
 import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
@@ -112,6 +113,13 @@ export async function serve(opts: ServeOptions): Promise<void> {
         log.warn({ sandboxId, ms, code: err.code, err: err.message }, 'detach failed');
       } else log.info({ sandboxId, ms }, 'detached');
     },
+    onReaped: (sandboxId, netns, trigger, err) => {
+      if (err) log.warn({ sandboxId, netns: netns.path, trigger, code: err.code, err: err.message }, 'sandbox with a gone netns: detach failed; the next sweep tries again');
+      else {
+        metrics.sandboxesReaped.inc({ reason: 'netns-gone' });
+        log.warn({ sandboxId, netns: netns.path, trigger }, 'sandbox detached: its network namespace is gone');
+      }
+    },
   };
   const tokens = new HandoffTokens(config.handoffSocket);
   const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions, (f) => log.warn(f, 'extension call failed'));
@@ -143,7 +151,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
-  const stopLinkEvents = publishLinkEvents(manager, records, log);
+  // Sandboxes whose netns went while knit was down: their addresses are free before the API answers.
+  await manager.reapGoneNetns('start-up').catch((err: Error) => log.warn({ err: err.message }, 'gone-netns sweep failed'));
+  const goneSweeps = scheduleGoneNetnsSweeps({ sweep: (trigger) => manager.reapGoneNetns(trigger), intervalSeconds: () => config.goneNetnsSweepSeconds, log });
+  const stopLinkEvents = publishLinkEvents(manager, records, log, goneSweeps.prompt);
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
@@ -222,6 +233,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   stopWatch();
   cniDeletes.stop();
   stopLinkEvents();
+  goneSweeps.stop();
   await api.close();
   await handoff.close();
   await cni.close();

@@ -11,6 +11,9 @@ import { native } from './native.js';
 export interface NetnsId {
   dev: number;
   ino: number;
+  /** The kernel's namespace id (NS_GET_ID, Linux 6.18+), in decimal: never reused, where the
+   * inode is reused as soon as the namespace is gone. Absent on older kernels. */
+  id?: string;
 }
 
 /** Why a netns call failed, in terms a caller can map to an API status. */
@@ -128,6 +131,7 @@ export function identifyNetns(file: string, opts: { rejectHost?: boolean } = {})
   return id;
 }
 
+/** Same inode, and the same namespace id where both have one (an inode can be a newer namespace's). */
 export function sameNetns(a: NetnsId, b: NetnsId): boolean {
-  return a.dev === b.dev && a.ino === b.ino;
+  return a.dev === b.dev && a.ino === b.ino && (a.id === undefined || b.id === undefined || a.id === b.id);
 }

@@ -77,7 +77,11 @@ export function fixture(netns?: NetnsPort, whenReaped?: () => Promise<void>) {
     ipam,
     runner,
     // One netns per path; the inode stands for the namespace.
-    netns: netns ?? { identify: (path) => ({ path, dev: 4, ino: [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17) }) },
+    netns: netns ?? {
+      identify: (path) => ({ path, dev: 4, ino: [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17) }),
+      // A path the runner says is gone (deleted behind knit's back) is a gone namespace.
+      goneChecker: () => (id) => runner.gone.has(id.path),
+    },
     strategies: { runc: runcStrategy },
     extensions,
     reaper: { kick: () => kicks++, whenReaped: whenReaped ?? (async () => undefined) },

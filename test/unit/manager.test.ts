@@ -369,7 +369,7 @@ test('Plan refuses exactly what Attach refuses, before anything is held or run: 
   t.is(held(), heldBefore, 'nothing more held');
   t.is(runner.batches.length, batchesBefore, 'nothing more run');
   t.deepEqual([...records.docs.keys()], ['other']);
-  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); } });
+  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); }, goneChecker: () => () => false });
   for (const call of [() => notNetns.manager.plan(request()), () => notNetns.manager.attach(request())]) {
     t.is((await t.throwsAsync(call(), { instanceOf: KnitError }))?.details.field, 'netns_path');
   }

@@ -90,7 +90,7 @@ export const watch: Command = {
           if (ctx.json) return ctx.io.out(JSON.stringify(plain(e)));
           if (e.sandbox) {
             const addrs = (e.sandbox.result?.ips ?? []).map((ip: { address: string }) => ip.address).join(', ');
-            ctx.io.out(`${e.sandbox.type} ${e.sandbox.sandbox_id}${addrs ? ` ${addrs}` : ''}`);
+            ctx.io.out(`${e.sandbox.type} ${e.sandbox.sandbox_id}${addrs ? ` ${addrs}` : ''}${e.sandbox.reason ? ` (${e.sandbox.reason})` : ''}`);
           } else if (e.link) {
             ctx.io.out(`link ${e.link.removed ? 'removed' : e.link.up ? 'up' : 'down'} ${e.link.name} (index ${e.link.index})${e.link.netns ? ` in ${e.link.netns}` : ''}`);
           } else if (e.address) {
