@@ -74,7 +74,8 @@ export class SandboxManager implements SandboxService {
       admitted = this.admitAndAllocate(req);
     }
     const { strategy, networks, publishes, netns, allocations } = admitted;
-    if (networks.some((n) => n.mode !== 'cni' && this.deps.ipam.usage(n.name).some(runsLow))) this.goneSweeper.poolLow();
+    // Only networks with pools of knit's (not a CNI chain's, not a device network without subnets).
+    if (networks.some((n) => n.mode !== 'cni' && (n.ipv4 || n.ipv6) && this.deps.ipam.usage(n.name).some(runsLow))) this.goneSweeper.poolLow();
 
     const holds = this.deviceClaims.holds(req.sandboxId, this.prepareEnv());
     // Claimed until the record (which then holds them) is written or the attach gave up: a
@@ -357,6 +358,9 @@ export class SandboxManager implements SandboxService {
     return this.goneSweeper.sweep(trigger);
   }
 
+  /** Sandboxes whose Detach has answered while the reaper still deletes their parked devices. */
+  private readonly answeredDetaches = new Set<string>();
+
   /** Detaches under the sandbox's lock; `answer` is called as soon as the devices are inert. */
   private async detachLocked(sandboxId: string, netnsPath: string | undefined, answer: () => void, reason?: 'netns-gone'): Promise<void> {
     const stored = this.deps.records.get(sandboxId);
@@ -384,9 +388,11 @@ export class SandboxManager implements SandboxService {
       // Every device is down, renamed and in the reap group: answer now, as a runc detach does,
       // instead of after the kernel's deletes. The 'detaching' record is the only note of the
       // devices parked inside the netns, so it goes once the reaper has deleted them; a crash
-      // before that finishes the detach at start-up (recovery.ts). The lock stays held meanwhile.
+      // before that finishes the detach at start-up (recovery.ts). The lock stays held meanwhile,
+      // and Query and List already answer as if the record were gone: for the caller it is.
+      this.answeredDetaches.add(sandboxId);
       answer();
-      await this.deps.reaper.whenReaped();
+      await this.deps.reaper.whenReaped().finally(() => this.answeredDetaches.delete(sandboxId));
     }
     await this.deps.records.remove(sandboxId);
     this.events.emit('event', { type: 'detach', sandboxId, ...(reason && { reason }) } satisfies WatchEvent);
@@ -415,7 +421,7 @@ export class SandboxManager implements SandboxService {
   }
 
   async list(): Promise<SandboxRecordView[]> {
-    return [...this.deps.records.values()].map(view);
+    return [...this.deps.records.values()].filter((r) => !this.answeredDetaches.has(r.sandboxId)).map(view);
   }
 
   nodeStatus(): Promise<NodeStatus> {
@@ -452,7 +458,7 @@ export class SandboxManager implements SandboxService {
   async listExtensions() { return this.deps.extensions.list(); }
 
   private mustGet(sandboxId: string): SandboxRecord {
-    const record = this.deps.records.get(sandboxId);
+    const record = this.answeredDetaches.has(sandboxId) ? undefined : this.deps.records.get(sandboxId);
     if (!record) throw new KnitError('NOT_FOUND', `sandbox ${sandboxId} is not attached on this node`, { field: 'sandbox_id', cniCode: CniCode.containerUnknown });
     return record;
   }

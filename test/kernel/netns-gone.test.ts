@@ -25,7 +25,7 @@ interface Setup { d: Daemon; opts: DaemonOptions; pods: ReturnType<typeof podFac
 async function setup(t: ExecutionContext, tag: string, subnet: string, config: Record<string, unknown>): Promise<Setup> {
   const prefix = uniquePrefix(tag).slice(0, -1);
   const port = await freePort();
-  const opts: DaemonOptions = { prefix, subnet, config: { metricsAddress: `127.0.0.1:${port}`, ...config } };
+  const opts: DaemonOptions = { prefix, subnet, config: { metricsAddress: `127.0.0.1:${port}`, kata: { danDir: danDirOf(prefix) }, ...config } };
   const pods = podFactory(prefix);
   const s = { opts, pods, watch: [] as any[] } as Setup;
   let client: grpc.Client | undefined;
@@ -87,10 +87,12 @@ async function assertReaped(t: ExecutionContext, s: Setup, rt: (typeof RUNTIMES)
   t.true(eth0.addr_info.some((a: any) => `${a.local}/${a.prefixlen}` === address), 'the new pod has it on eth0 (ip addr)');
 }
 
-/** Kata host-tap leaves nothing in the netns: nothing on the host dies with it. Its DAN files
- * go to a directory of the test's. */
+/** The daemon's kata.danDir: a directory of the test's. */
+const danDirOf = (prefix: string) => `/tmp/${prefix}-dan`;
+
+/** Kata host-tap leaves nothing in the netns: nothing on the host dies with it. */
 function kataHostTap(t: ExecutionContext, s: Setup) {
-  const danDir = `/tmp/${s.opts.prefix}-dan`;
+  const danDir = danDirOf(s.opts.prefix);
   mkdirSync(danDir, { recursive: true });
   t.teardown(() => rmSync(danDir, { recursive: true, force: true }));
   const hostTap = { name: 'Kata host-tap', runtime: 'KATA', binding: { mode: 'host-tap', danDir } } as unknown as (typeof RUNTIMES)[number];

@@ -40,7 +40,7 @@ const cases: [string, 'runc' | 'kata' | 'kubevirt', Record<string, string> | und
   ['kubevirt bridge', 'kubevirt', { binding: 'bridge' }, (id) => hostIfName(id, 'eth0-nic')],
   ['kata tcfilter', 'kata', { mode: 'tcfilter' }, (id) => hostIfName(id, 'eth0')],
   ['kata macvtap', 'kata', { mode: 'macvtap' }, (id) => hostIfName(id, 'eth0')],
-  ['kata host-tap', 'kata', { mode: 'host-tap', danDir: '/run/kata-dan' }, (id) => hostIfName(id, 'eth0', 't')],
+  ['kata host-tap', 'kata', { mode: 'host-tap' }, (id) => hostIfName(id, 'eth0', 't')],
   ['kubevirt masquerade', 'kubevirt', { binding: 'masquerade' }, (id) => hostIfName(id, 'eth0')],
   ['kubevirt tap', 'kubevirt', { binding: 'tap' }, (id) => hostIfName(id, 'eth0')],
 ];

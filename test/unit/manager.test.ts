@@ -156,7 +156,7 @@ test('detach runs the retire inverses of every step in reverse, releases the add
   t.is(f.runner.batches.length, batches, 'a second detach has nothing to do');
 });
 
-test('detach of a sandbox with a device parked in its netns answers first and drops the record once the reaper is done', async (t) => {
+test('detach of a sandbox with a device parked in its netns answers first (Query and List no longer show it) and drops the record once the reaper is done', async (t) => {
   let reaped!: () => void;
   const f = fixture(undefined, () => new Promise<void>((resolve) => (reaped = resolve)));
   await f.manager.attach(request());
@@ -167,6 +167,9 @@ test('detach of a sandbox with a device parked in its netns answers first and dr
   await f.manager.detach('sb-1');
   t.is(f.records.get('sb-1')?.state, 'detaching', 'answered while the record still notes the parked tap');
   t.is(f.held(), 0, 'the addresses are free at once');
+  // For callers it is gone already: Query answers NOT_FOUND and List leaves it out.
+  await t.throwsAsync(f.manager.query('sb-1'), { message: /sb-1 is not attached/ });
+  t.deepEqual(await f.manager.list(), []);
   let again = false;
   const second = f.manager.detach('sb-1').then(() => (again = true));
   await new Promise((r) => setImmediate(r));
