@@ -65,6 +65,8 @@ const listed = async (d: Daemon) => (await d.call('List', {})).sandboxes.map((s:
 const used = async (d: Daemon) => (await d.call('NodeStatus', {})).networks.flatMap((n: any) => n.pools).reduce((a: number, p: any) => a + Number(p.used), 0);
 const reapLogs = (d: Daemon) =>
   d.logs.flatMap((l) => { try { return [JSON.parse(l)]; } catch { return []; } }).filter((l) => l.msg === 'sandbox detached: its network namespace is gone');
+/** The first reap log line, once the daemon's stdout has brought it (it can trail the reap). */
+const firstReapLog = (d: Daemon) => eventually(() => reapLogs(d)[0], 'the reap log line');
 const netnsDel = (name: string) => execFileSync('ip', ['netns', 'del', name]);
 
 async function eventuallyAsync(fn: () => Promise<boolean>, what: string): Promise<void> {
@@ -113,7 +115,7 @@ for (const rt of RUNTIMES) {
     await eventually(() => s.watch.find((e) => e.sandbox?.sandbox_id === gone.id && e.sandbox.type === 'detach'), 'the detach event');
     t.is(s.watch.find((e) => e.sandbox?.sandbox_id === gone.id && e.sandbox.type === 'detach').sandbox.reason, 'netns-gone');
     t.is(await s.metrics(), 1);
-    t.like(reapLogs(s.d)[0], { sandboxId: gone.id, netns: gone.path, trigger: 'link-gone' });
+    t.like(await firstReapLog(s.d), { sandboxId: gone.id, netns: gone.path, trigger: 'link-gone' });
     t.deepEqual(await listed(s.d), [alive.id], 'the live sandbox stays');
     t.is(await used(s.d), 1, "only the live sandbox's address is held (NodeStatus)");
     await assertReaped(t, s, rt, gone.id, result.ips[0].address, spare);
@@ -198,7 +200,7 @@ test.serial('a pool that runs dry sweeps at once: the next attach gets the addre
   t.deepEqual(tagged(victim.id), tap, 'nothing on the host went with the netns');
   const { result } = await s.d.call('Attach', attachReq(hostTap, extra.id, extra.path));
   t.is(result.ips[0].address, addresses[1], "the gone pod's address");
-  t.like(reapLogs(s.d)[0], { sandboxId: victim.id, trigger: 'pool-exhausted' });
+  t.like(await firstReapLog(s.d), { sandboxId: victim.id, trigger: 'pool-exhausted' });
   t.is(await s.metrics(), 1);
   t.deepEqual(tagged(victim.id), [], 'its host tap is gone (ip link)');
   t.false(existsSync(`${danDir}/${victim.id}.json`), 'its DAN file is gone');
@@ -212,7 +214,7 @@ test.serial('the timer finds what nothing else would: a Kata host-tap pod delete
   const { result } = await s.d.call('Attach', attachReq(hostTap, p.id, p.path));
   netnsDel(p.ns);
   await eventuallyAsync(async () => !(await listed(s.d)).includes(p.id), 'the timer sweep');
-  t.like(reapLogs(s.d)[0], { sandboxId: p.id, trigger: 'timer' });
+  t.like(await firstReapLog(s.d), { sandboxId: p.id, trigger: 'timer' });
   t.false(existsSync(`${danDir}/${p.id}.json`));
   await assertReaped(t, s, hostTap, p.id, result.ips[0].address, s.pods.pod(2));
 });
@@ -256,7 +258,7 @@ test.serial('a new netns pinned at the same path is not the sandbox\'s: the old 
   // Someone else's device in the new namespace, named as knit's was.
   execFileSync('ip', ['-n', p.ns, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0p']);
   await eventuallyAsync(async () => (await listed(s.d)).length === 0, 'the reap');
-  t.like(reapLogs(s.d)[0], { sandboxId: p.id, netns: p.path });
+  t.like(await firstReapLog(s.d), { sandboxId: p.id, netns: p.path });
   t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname).sort(), ['eth0', 'eth0p', 'lo'], 'the new namespace keeps its eth0');
   t.deepEqual(tagged(p.id), []);
 });
@@ -288,6 +290,6 @@ test.serial('a new netns under the gone one\'s reused inode does not keep it: th
 
   s.d = await s.d.restart();
   t.deepEqual(await listed(s.d), [], 'reaped, though a live netns holds its inode');
-  t.like(reapLogs(s.d)[0], { sandboxId: p.id, trigger: 'start-up' });
+  t.like(await firstReapLog(s.d), { sandboxId: p.id, trigger: 'start-up' });
   t.deepEqual(ipJson(['link', 'show'], reuser).map((l: any) => l.ifname), ['lo'], 'the new netns is untouched');
 });
