@@ -55,7 +55,7 @@ async function churnOne(
       Array.from({ length: concurrency }, async (_, w) => {
         for (const sb of batch.slice(w * BURST, (w + 1) * BURST)) {
           if (timedMs + (nowMs() - t0) >= limitMs || result.errors.length >= 5) break;
-          const out = await attachDetach(entry.contender, sb);
+          const out = await attachDetach(entry.contender, sb, 'runc', false);
           if (out.error) {
             result.errors.push(out.error);
             lineup.failed(entry, out.error);

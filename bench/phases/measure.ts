@@ -21,9 +21,10 @@ export interface CycleOutcome {
 
 /**
  * Attach then detach one sandbox, timing both. A failed attach is still followed by a detach
- * (best effort, untimed) so nothing half-made stays behind.
+ * (best effort, untimed) so nothing half-made stays behind. `watchGone` also clocks the devices
+ * gone; churn turns it off: there nothing waits, and deferred deletes are part of the rate.
  */
-export async function attachDetach(c: Contender, sb: Sandbox, flavor: Flavor = 'runc'): Promise<CycleOutcome> {
+export async function attachDetach(c: Contender, sb: Sandbox, flavor: Flavor = 'runc', watchGone = true): Promise<CycleOutcome> {
   let attachMs: number;
   try {
     attachMs = await timed(() => c.attach(sb, flavor));
@@ -34,7 +35,7 @@ export async function attachDetach(c: Contender, sb: Sandbox, flavor: Flavor = '
   try {
     const t0 = nowMs();
     const detachMs = await timed(() => c.detach(sb));
-    const goneMs = sb.netnsPath ? await goneAfter(sb.netnsPath, t0) : undefined;
+    const goneMs = watchGone && sb.netnsPath ? await goneAfter(sb.netnsPath, t0) : undefined;
     return { attachMs, detachMs, goneMs };
   } catch (e) {
     return { attachMs, error: `detach: ${(e as Error).message}` };
