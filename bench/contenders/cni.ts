@@ -4,8 +4,7 @@
 // first ADD and DEL never removes it, so teardown does.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { exec, ipBatch } from '../lib/exec.js';
-import { native } from '../../src/net/native.js';
+import { exec, ipBatch, spawnAsRuntime } from '../lib/exec.js';
 import type { Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 
 export const CNI_BIN_DIR = '/usr/lib/cni';
@@ -76,10 +75,7 @@ export class CniContender implements Contender {
       CNI_IFNAME: sb.ifname,
       CNI_PATH: CNI_BIN_DIR,
     };
-    // posix_spawn (vfork), as a Go runtime's os/exec does, not Node's fork of this process: the
-    // fork's cost grows with the bench's own size and no runtime pays it (bench/README.md).
-    const vars = Object.entries(env).map(([k, v]) => `${k}=${v ?? ''}`);
-    const r = (await native.spawnAndWait(path.join(CNI_BIN_DIR, 'bridge'), vars, this.config, 60_000)) as { code: number | null; stdout: string; stderr: string };
+    const r = await spawnAsRuntime(path.join(CNI_BIN_DIR, 'bridge'), env, this.config);
     if (r.code !== 0) {
       throw new Error(`CNI ${command} ${sb.id} (netns ${sb.netnsName}): exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
     }

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
-import { exec, ipBatch } from '../lib/exec.js';
+import { exec, ipBatch, spawnAsRuntime } from '../lib/exec.js';
 import { reapGroup, setInstance } from '../../src/base/names.js';
 import { knitProto } from '../../src/api/proto.js';
 import { CCoreClient } from '../lib/ccore-client.js';
@@ -126,7 +126,7 @@ export class KnitContender implements Contender {
   private async shim(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
     const config = JSON.stringify({ cniVersion: '1.0.0', name: `${this.prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(this.scratch, 'cni.sock') });
     const env = { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: sb.id, CNI_NETNS: sb.netnsPath, CNI_IFNAME: sb.ifname, CNI_PATH: '/usr/lib/cni' };
-    const r = await exec(SHIM, [], { input: config, env, allowFailure: true });
+    const r = await spawnAsRuntime(SHIM, env, config);
     if (r.code !== 0) throw new Error(`knit-cni ${command} ${sb.id}: exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
   }
 

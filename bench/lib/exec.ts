@@ -1,5 +1,6 @@
 // Running commands: promise-based spawn that names the command in its error, with optional stdin.
 import { spawn } from 'node:child_process';
+import { native } from '../../src/net/native.js';
 
 export interface ExecOptions {
   input?: string;
@@ -41,4 +42,13 @@ export async function ipBatch(lines: readonly string[], netns?: string, allowFai
   if (lines.length === 0) return { code: 0, stdout: '', stderr: '' };
   const args = netns ? ['-n', netns, '-force', '-batch', '-'] : ['-force', '-batch', '-'];
   return exec('ip', args, { input: lines.join('\n') + '\n', allowFailure });
+}
+
+/** Execs a CNI-style binary (knit-cni, a plugin) with exactly env and stdin, as a runtime does:
+ * posix_spawn (vfork), as a Go runtime's os/exec does, not Node's fork of this process, whose
+ * cost grows with the bench's own size and which no runtime pays (bench/README.md). */
+export async function spawnAsRuntime(file: string, env: Record<string, string | undefined>, stdin: string): Promise<ExecResult> {
+  const vars = Object.entries(env).map(([k, v]) => `${k}=${v ?? ''}`);
+  const r = (await native.spawnAndWait(file, vars, stdin, 60_000)) as { code: number | null; stdout: string; stderr: string };
+  return { code: r.code ?? 128, stdout: r.stdout, stderr: r.stderr };
 }

@@ -4,7 +4,7 @@
 // within one filesystem), and the directory is fsync'd so the rename itself is on disk.
 
 import { open, rename, unlink } from 'node:fs/promises';
-import { closeSync, fsyncSync, openSync, renameSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, renameSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 /** Temporary files end with this; a store removes leftovers (a crash mid-write) on open. */
@@ -65,8 +65,8 @@ export async function fsyncDir(dir: string): Promise<void> {
 const TMPFS_MAGIC = 0x01021994;
 
 /** True when dir lives in memory (tmpfs: /run on a systemd node, /dev/shm). There the whole
- * write-fsync-rename is a few microseconds of syscalls, less than one hop through the libuv
- * pool, so the *Sync variants below are the faster way and block the loop for no longer. */
+ * write-rename is a few microseconds of syscalls, less than one hop through the libuv pool, so
+ * the *Sync variants below are the faster way and block the loop for no longer. */
 export function onTmpfs(dir: string): boolean {
   try {
     return statfsSync(dir).type === TMPFS_MAGIC;
@@ -75,14 +75,17 @@ export function onTmpfs(dir: string): boolean {
   }
 }
 
-/** atomicWriteFile's steps, synchronously. Meant for tmpfs (see onTmpfs). */
-export function atomicWriteFileSync(file: string, data: string | Uint8Array, mode = 0o600): void {
+// On tmpfs there is no disk to flush: its fsync does nothing (the kernel's noop_fsync), on a
+// file or a directory. The in-memory variants below skip those calls; the rename alone makes
+// the replacement atomic for every reader, and a crash of knit cannot undo it.
+
+/** atomicWriteFile's replacement, synchronously, for a directory on tmpfs only (see onTmpfs). */
+export function replaceInMemoryFile(file: string, data: string | Uint8Array, mode = 0o600): void {
   const tmp = tmpNameFor(file);
   const fd = openSync(tmp, 'wx', mode);
   try {
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
     for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
-    fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
     try { unlinkSync(tmp); } catch { /* best effort */ }
@@ -95,24 +98,13 @@ export function atomicWriteFileSync(file: string, data: string | Uint8Array, mod
     try { unlinkSync(tmp); } catch { /* best effort */ }
     throw err;
   }
-  fsyncDirSync(path.dirname(file));
 }
 
-export function removeFileSync(file: string): void {
+/** Deletes a file in a tmpfs directory; a file already gone is not an error. */
+export function removeInMemoryFile(file: string): void {
   try {
     unlinkSync(file);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  fsyncDirSync(path.dirname(file));
-}
-
-function fsyncDirSync(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }

@@ -9,7 +9,7 @@
 import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { KnitError } from '../base/errors.js';
-import { atomicWriteFile, atomicWriteFileSync, fsyncDir, onTmpfs, removeFile, removeFileSync, TMP_SUFFIX } from './atomic.js';
+import { atomicWriteFile, replaceInMemoryFile, fsyncDir, onTmpfs, removeFile, removeInMemoryFile, TMP_SUFFIX } from './atomic.js';
 import { fileNameOf, idOfFileName } from './file-names.js';
 
 /** Any validator with zod's safeParse shape (a zod schema is one). */
@@ -155,7 +155,7 @@ export class RecordStore<T> {
       return Promise.reject(err);
     }
     return this.enqueue(id, async () => {
-      if (this.inMemory) atomicWriteFileSync(file, text);
+      if (this.inMemory) replaceInMemoryFile(file, text);
       else await atomicWriteFile(file, text);
       this.docs.set(id, stored);
     });
@@ -170,7 +170,7 @@ export class RecordStore<T> {
       return Promise.reject(err);
     }
     return this.enqueue(id, async () => {
-      if (this.inMemory) removeFileSync(file);
+      if (this.inMemory) removeInMemoryFile(file);
       else await removeFile(file);
       this.docs.delete(id);
     });
