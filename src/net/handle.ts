@@ -37,6 +37,7 @@ interface NativeHandle {
 interface NativeHandleClass {
   new (netnsPath?: string): NativeHandle;
   decodeLink(message: Buffer): LinkInfo;
+  runIn(netnsPath: string, ops: readonly Op[]): Promise<OpResult[]>;
 }
 const NativeHandle = native.Handle as NativeHandleClass;
 
@@ -134,5 +135,19 @@ export async function withHandle<T>(netns: string | undefined, fn: (h: NetHandle
     return await fn(h);
   } finally {
     h.close();
+  }
+}
+
+/** Runs one batch in the netns at netnsPath with a socket of its own, as NetHandle.open + run +
+ * close would, and answers the same (KernelError with index and completed; ENOENT or EINVAL
+ * for a bad netns path). Opening the netns and the socket, the batch and closing both happen
+ * in one libuv pool hop: the JS thread only checks the ops' fields. Nothing of the netns stays
+ * open once the promise settles. */
+export async function runInNetns<const T extends readonly Op[]>(netnsPath: string, ops: T): Promise<ResultsOf<T>> {
+  try {
+    return (await NativeHandle.runIn(netnsPath, ops)) as ResultsOf<T>;
+  } catch (err) {
+    // An open failure carries no index, so no op is blamed: the same error NetHandle.open throws.
+    throw toKernelError(err, ops, netnsPath);
   }
 }
