@@ -25,7 +25,6 @@ struct Job {
   const std::function<int()>* fn;
   int result = 0;
   bool done = false;
-  std::condition_variable finished;
 };
 
 class Workers {
@@ -40,9 +39,11 @@ class Workers {
     Job job(nsfd, &fn);
     std::unique_lock<std::mutex> lock(mu_);
     queue_.push_back(&job);
-    // Workers already woken for earlier jobs count against idle_ until they take one.
+    // Workers already woken for earlier jobs count in idle_ until they take one.
     if (idle_ >= static_cast<int>(queue_.size())) {
+      lock.unlock();
       ready_.notify_one();
+      lock.lock();
     } else {
       try {
         std::thread(&Workers::Loop, this).detach();
@@ -51,15 +52,15 @@ class Workers {
         return -EAGAIN;
       }
     }
-    job.finished.wait(lock, [&] { return job.done; });
+    done_.wait(lock, [&] { return job.done; });
     return job.result;
   }
 
  private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
+    idle_++;
     for (;;) {
-      idle_++;
       ready_.wait(lock, [&] { return !queue_.empty(); });
       idle_--;
       Job* job = queue_.front();
@@ -73,16 +74,21 @@ class Workers {
 
       lock.lock();
       job->result = result;
-      job->done = true;
-      job->finished.notify_one();  // under the lock: the caller's Job outlives this call
-      if (!home_ok || idle_ >= kMaxIdle) return;
+      job->done = true;  // the caller may return (and drop job) from here on
+      const bool stay = home_ok && idle_ < kMaxIdle;
+      if (stay) idle_++;
+      lock.unlock();
+      done_.notify_all();  // done_ outlives every caller; a caller's own Job would not
+      if (!stay) return;
+      lock.lock();
     }
   }
 
   std::mutex mu_;
-  std::condition_variable ready_;
+  std::condition_variable ready_;  // a job was queued
+  std::condition_variable done_;   // some job finished
   std::deque<Job*> queue_;
-  int idle_ = 0;
+  int idle_ = 0;  // workers home and free, or woken and about to take a job
   int home_ = -1;
 };
 
