@@ -104,7 +104,7 @@ class RunInWorker : public Napi::AsyncWorker {
     nl::RunContext ctx{&socket, nsfd};
     rc_ = nl::RunBatch(ctx, ops_, &results_, &err_);
     socket.Close();
-    close(nsfd);
+    if (nsfd >= 0) close(nsfd);
   }
 
   void OnOK() override {
