@@ -2,8 +2,10 @@
 
 #include "bindings.h"
 #include "handle.h"
+#include "ns_thread.h"
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  knit::InitNetnsHome();  // the JS thread's netns: where RunInNetns workers return to
   knit::InitNetnsBindings(env, exports);
   knit::InitFdpassBindings(env, exports);
   knit::InitPeercredBindings(env, exports);

@@ -29,6 +29,29 @@ Napi::Error BatchError(Napi::Env env, const OpError& err, const std::vector<nl::
   return e;
 }
 
+// Opens *socket in the netns at path (empty: ours), leaving that netns open at *nsfd (-1 for
+// ours; ops such as tun.add need it). On failure nothing stays open and *err says which step.
+int OpenSocket(const std::string& path, nl::Socket* socket, int* nsfd, OpError* err) {
+  *nsfd = -1;
+  if (!path.empty()) {
+    int fd = OpenNetns(path, err);
+    if (fd < 0) {
+      err->err = -fd;
+      if (err->context.empty()) err->context = "open netns " + path;
+      return fd;
+    }
+    *nsfd = fd;
+  }
+  int rc = socket->Open(*nsfd);
+  if (rc < 0) {
+    if (*nsfd >= 0) close(*nsfd);
+    *nsfd = -1;
+    err->err = -rc;
+    err->context = "open netlink socket in netns " + (path.empty() ? std::string("(own)") : path);
+  }
+  return rc;
+}
+
 class RunWorker : public Napi::AsyncWorker {
  public:
   RunWorker(Napi::Object self, Handle* handle, std::vector<nl::PreparedOp> ops)
@@ -60,6 +83,45 @@ class RunWorker : public Napi::AsyncWorker {
   int rc_ = 0;
 };
 
+// Handle.runIn: one batch in another netns with no handle for JS to hold. The netns file,
+// the socket and the batch all happen here on the pool thread, and both are closed before
+// the promise settles, so nothing of the netns outlives the batch.
+class RunInWorker : public Napi::AsyncWorker {
+ public:
+  RunInWorker(Napi::Env env, std::string netns, std::vector<nl::PreparedOp> ops)
+      : Napi::AsyncWorker(env, "knit.netlink.runIn"),
+        netns_(std::move(netns)),
+        ops_(std::move(ops)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    nl::Socket socket;
+    int nsfd = -1;
+    rc_ = OpenSocket(netns_, &socket, &nsfd, &err_);
+    if (rc_ < 0) return;
+    nl::RunContext ctx{&socket, nsfd};
+    rc_ = nl::RunBatch(ctx, ops_, &results_, &err_);
+    socket.Close();
+    if (nsfd >= 0) close(nsfd);
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (rc_ < 0) deferred_.Reject(BatchError(env, err_, results_).Value());
+    else deferred_.Resolve(nl::ToJs(env, results_));
+  }
+
+ private:
+  std::string netns_;
+  std::vector<nl::PreparedOp> ops_;
+  Napi::Promise::Deferred deferred_;
+  std::vector<nl::OpResult> results_;
+  OpError err_;
+  int rc_ = 0;
+};
+
 }  // namespace
 
 void Handle::Init(Napi::Env env, Napi::Object exports) {
@@ -72,6 +134,7 @@ void Handle::Init(Napi::Env env, Napi::Object exports) {
                                        InstanceAccessor<&Handle::GetNetns>("netns"),
                                        InstanceAccessor<&Handle::GetClosed>("closed"),
                                        StaticMethod<&Handle::DecodeLink>("decodeLink"),
+                                       StaticMethod<&Handle::RunIn>("runIn"),
                                    });
   exports.Set("Handle", cls);
 }
@@ -84,23 +147,9 @@ Handle::Handle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Handle>(info) 
       return;
     }
     netns_ = info[0].As<Napi::String>().Utf8Value();
-    OpError err;
-    int fd = OpenNetns(netns_, &err);
-    if (fd < 0) {
-      err.err = -fd;
-      if (err.context.empty()) err.context = "open netns " + netns_;
-      MakeOpError(env, err).ThrowAsJavaScriptException();
-      return;
-    }
-    nsfd_ = fd;
   }
-  int rc = socket_.Open(nsfd_);
-  if (rc < 0) {
-    OpError err;
-    err.err = -rc;
-    err.context = "open netlink socket in netns " + (netns_.empty() ? std::string("(own)") : netns_);
-    MakeOpError(env, err).ThrowAsJavaScriptException();
-  }
+  OpError err;
+  if (OpenSocket(netns_, &socket_, &nsfd_, &err) < 0) MakeOpError(env, err).ThrowAsJavaScriptException();
 }
 
 Handle::~Handle() { CloseNow(); }
@@ -121,6 +170,24 @@ Napi::Value Handle::Run(const Napi::CallbackInfo& info) {
     return ThrowField(env, e);
   }
   auto* worker = new RunWorker(info.This().As<Napi::Object>(), this, std::move(ops));
+  Napi::Promise p = worker->Promise();
+  worker->Queue();
+  return p;
+}
+
+Napi::Value Handle::RunIn(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "netnsPath: expected string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::vector<nl::PreparedOp> ops;
+  try {
+    ops = nl::PrepareOps(info[1], "ops");
+  } catch (const nl::FieldError& e) {
+    return ThrowField(env, e);
+  }
+  auto* worker = new RunInWorker(env, info[0].As<Napi::String>().Utf8Value(), std::move(ops));
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;

@@ -7,6 +7,9 @@
 //   encode(op): Buffer          the request bytes op would send, seq and pid 0
 //   close()                     also done when the handle is garbage-collected
 //   Handle.decodeLink(buf)      parses one RTM_NEWLINK message (tests of VF parsing)
+//   Handle.runIn(netnsPath, ops): Promise<results>
+//                               one batch in a pod's netns: opens the netns and a socket, runs,
+//                               closes, all in one pool hop (the JS thread only checks ops)
 #pragma once
 #include <napi.h>
 
@@ -50,6 +53,7 @@ class Handle : public Napi::ObjectWrap<Handle> {
   Napi::Value GetNetns(const Napi::CallbackInfo& info);
   Napi::Value GetClosed(const Napi::CallbackInfo& info);
   static Napi::Value DecodeLink(const Napi::CallbackInfo& info);
+  static Napi::Value RunIn(const Napi::CallbackInfo& info);
 
   std::mutex mu_;
   nl::Socket socket_;

@@ -2,11 +2,12 @@
 // lives with the composition root because it is where net (rtnetlink), devices (sysfs) and
 // store (files) meet; core sees only the interface.
 //
-// The host handle lives as long as the runner; a sandbox netns gets a handle for one batch
-// only, because an open netlink socket pins its namespace, and a cached one would keep a
-// deleted pod's netns alive (and answer for it if a new pod were pinned at the same path).
+// The host handle lives as long as the runner; a sandbox netns gets a socket for one batch
+// only (runInNetns: open, run and close in one pool hop), because an open netlink socket pins
+// its namespace, and a cached one would keep a deleted pod's netns alive (and answer for it if
+// a new pod were pinned at the same path).
 import type { HostAction, Op, OpResult, ResultsOf } from '../base/ops.js';
-import { NetHandle } from '../net/handle.js';
+import { NetHandle, runInNetns } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { ownHostPortTables, runHostAction } from './host-actions.js';
 import type { CniHooks } from '../cni-exec/action.js';
@@ -24,12 +25,7 @@ export class DaemonActionRunner {
 
   async runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>> {
     if (netns === undefined) return this.hostHandle().run(ops);
-    const h = NetHandle.open(netns);
-    try {
-      return await h.run(ops);
-    } finally {
-      h.close();
-    }
+    return runInNetns(netns, ops);
   }
 
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
