@@ -1,5 +1,6 @@
 // A trivial grpc-js server on a unix socket, run as a child process like a daemon would be.
-// Usage: node empty-server.js <socket path>; prints "ready" once bound, exits on SIGTERM/EOF.
+// Usage: node empty-server.js <socket path> [server options as JSON]; prints "ready" once
+// bound, exits on SIGTERM/EOF.
 import { rmSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { emptyService } from './proto.js';
@@ -10,7 +11,7 @@ if (!socket) {
   process.exit(2);
 }
 rmSync(socket, { force: true });
-const server = new grpc.Server();
+const server = new grpc.Server(JSON.parse(process.argv[3] ?? '{}') as grpc.ServerOptions);
 server.addService(emptyService().service, {
   Call: (_call: grpc.ServerUnaryCall<object, object>, done: grpc.sendUnaryData<object>) => done(null, {}),
 });

@@ -2,7 +2,7 @@
 // lives with the composition root because it is where net (rtnetlink), devices (sysfs) and
 // store (files) meet; core sees only the interface.
 //
-// The host handle lives as long as the runner; a sandbox netns gets a socket for one batch
+// The host sockets live as long as the runner; a sandbox netns gets a socket for one batch
 // only (runInNetns: open, run and close in one pool hop), because an open netlink socket pins
 // its namespace, and a cached one would keep a deleted pod's netns alive (and answer for it if
 // a new pod were pinned at the same path).
@@ -12,15 +12,26 @@ import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { ownHostPortTables, runHostAction } from './host-actions.js';
 import type { CniHooks } from '../cni-exec/action.js';
 
+/** Host sockets kept open. A socket serves one batch at a time, and a batch can hold it for an
+ * RCU grace period (20-40 ms: the reaper's bulk delete, a veth create under load), so a host
+ * batch takes an idle socket rather than queue behind another. One per libuv pool thread; what
+ * needs RTNL the kernel still serialises. */
+const HOST_SOCKETS = 4;
+
 export class DaemonActionRunner {
-  private host?: NetHandle;
+  private readonly hosts: NetHandle[] = [];
 
   /** cni: where CNI plugins' stderr goes (knit's log, with the sandbox id), and the crash
    * tests' failpoint inside a chain. */
   constructor(private readonly cni: CniHooks = {}) {}
 
   private hostHandle(): NetHandle {
-    return (this.host ??= NetHandle.open());
+    let least: NetHandle | undefined;
+    for (const h of this.hosts) if (!least || h.inFlight < least.inFlight) least = h;
+    if (least && (least.inFlight === 0 || this.hosts.length >= HOST_SOCKETS)) return least;
+    const opened = NetHandle.open();
+    this.hosts.push(opened);
+    return opened;
   }
 
   async runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>> {
@@ -46,7 +57,6 @@ export class DaemonActionRunner {
   }
 
   close(): void {
-    this.host?.close();
-    this.host = undefined;
+    for (const h of this.hosts.splice(0)) h.close();
   }
 }

@@ -88,6 +88,12 @@ export class NetHandle {
     return this.h.closed;
   }
 
+  /** Batches started on the pool and not yet finished: a caller with several handles to the
+   * same netns picks an idle one (the socket serves one batch at a time). */
+  get inFlight(): number {
+    return this.onPool;
+  }
+
   /** Runs ops in order, stopping at the first failure: rejects with a KernelError whose
    * `index` names the failing op and `completed` holds the results before it. Bad fields
    * reject with a TypeError/RangeError naming the field before anything is sent. Picks the
