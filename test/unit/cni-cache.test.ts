@@ -33,6 +33,12 @@ for (const [kind, root] of [['tmpfs', '/dev/shm'], ['temp dir', os.tmpdir()]] as
     await writeCache(cacheDir, entry('c2'));
     t.deepEqual(readdirSync(resultsDir(cacheDir)), ['pods-c2-eth0']);
 
+    // A result larger than one read of the asynchronous path.
+    const big = { ...entry('c3'), result: { cniVersion: '1.0.0', ips: Array.from({ length: 3000 }, (_, i) => ({ address: `10.1.${i >> 8}.${i & 255}/16` })) } };
+    await writeCache(cacheDir, big);
+    t.deepEqual(await readCache(cacheDir, { ...key, containerId: 'c3' }), big);
+    await removeCache(cacheDir, { ...key, containerId: 'c3' });
+
     await removeCache(cacheDir, { ...key, containerId: 'c2' });
     t.deepEqual(readdirSync(resultsDir(cacheDir)), []);
     t.is(await readCache(cacheDir, { ...key, containerId: 'c2' }), undefined);
