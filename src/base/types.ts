@@ -159,6 +159,10 @@ export interface SandboxService {
   detach(sandboxId: string, netnsPath?: string): Promise<void>;
   check(sandboxId: string): Promise<CheckReport>;
   query(sandboxId: string): Promise<SandboxRecordView & { live: CheckReport }>;
+  /** The record Query would show (a Detach that has answered reads as gone), without Query's
+   * live comparison with the kernel: undefined where Query answers NOT_FOUND. The result
+   * carries fresh hand-off tokens only when `tokens` asks, as an Attach answer does. */
+  lookup(sandboxId: string, opts?: { tokens?: boolean }): SandboxRecordView | undefined;
   list(): Promise<SandboxRecordView[]>;
   nodeStatus(): Promise<NodeStatus>;
   garbageCollect(valid: { sandboxId: string; interface?: string }[]): Promise<{ removed: string[]; errors: string[] }>;

@@ -50,7 +50,7 @@ export function declaredCapabilities(list: Conflist): Set<string> {
 const key = (list: Conflist, rt: { containerId: string; ifName: string }): AttachmentKey => ({ network: list.name, containerId: rt.containerId, ifName: rt.ifName });
 
 async function run(plugin: PluginConf, command: CniCommand, rt: Partial<ChainRuntime>, conf: object, env: ChainEnv): Promise<unknown> {
-  const pluginPath = await findPlugin(plugin.type, env.pluginDirs);
+  const pluginPath = findPlugin(plugin.type, env.pluginDirs);
   if (!pluginPath) throw new PluginError(plugin.type, command, `no executable "${plugin.type}" in ${env.pluginDirs.join(':')}`);
   return execPlugin(pluginPath, { command, containerId: rt.containerId, netns: rt.netns, ifName: rt.ifName, args: rt.args, pluginDirs: env.pluginDirs }, conf, {
     timeoutMs: env.timeoutMs, log: env.log, sandboxId: rt.containerId,

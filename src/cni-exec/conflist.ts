@@ -20,8 +20,31 @@ export interface Conflist {
   bytes: string;
 }
 
+/** Lists already parsed, by their text: every attach and detach of a chain parses its journaled
+ * text again (the plan's step carries the text, not the object), and a node has a handful of
+ * CNI networks. The lists are frozen, as they are shared. */
+const parsed = new Map<string, Conflist>();
+const PARSED_MAX = 32;
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 /** Parses a conflist's text; the error says which key is wrong. */
 export function parseConflist(text: string, source: string): Conflist {
+  const known = parsed.get(text);
+  if (known) return known;
+  const list = deepFreeze(parseText(text, source));
+  if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!);
+  parsed.set(text, list);
+  return list;
+}
+
+function parseText(text: string, source: string): Conflist {
   let raw: unknown;
   try {
     raw = JSON.parse(text);

@@ -2,7 +2,7 @@
 // values in CNI_* environment variables, the network configuration on stdin, a result or an
 // error object on stdout. It runs off the event loop (the addon spawns and waits on a thread
 // of its own), under a deadline after which the plugin and what it started are killed.
-import { access, constants } from 'node:fs/promises';
+import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { native } from '../net/native.js';
 
@@ -44,12 +44,15 @@ export class PluginError extends Error {
 // node_modules/.bin (which holds an unrelated "nft") and off whatever the daemon inherited.
 const PLUGIN_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-/** libcni's FindInPath: the first directory holding an executable of that name. */
-export async function findPlugin(type: string, dirs: string[]): Promise<string | undefined> {
+/** libcni's FindInPath: the first directory holding an executable of that name. One
+ * access(2) per directory, done synchronously: a lookup of a path the kernel has cached is
+ * microseconds, less than the hop through libuv's thread pool that the async form costs every
+ * plugin exec. */
+export function findPlugin(type: string, dirs: string[]): string | undefined {
   for (const dir of dirs) {
     const candidate = path.join(dir, type);
     try {
-      await access(candidate, constants.X_OK);
+      accessSync(candidate, constants.X_OK);
       return candidate;
     } catch {
       // next directory

@@ -99,15 +99,6 @@ export class CniFrontend {
     }
   }
 
-  private async recorded(sandboxId: string) {
-    try {
-      return await this.service.query(sandboxId);
-    } catch (err) {
-      if (err instanceof KnitError && err.code === 'NOT_FOUND') return undefined;
-      throw err;
-    }
-  }
-
   private async add(req: ShimRequest, conf: PluginConfig, v: CniVersion): Promise<object> {
     const args = parseCniArgs(req.args);
     const pod = podSettings(conf);
@@ -122,8 +113,9 @@ export class CniFrontend {
       bandwidth: pod.bandwidth,
       default_route: false,
     };
-    validateSandboxId(req.containerId, 'CNI_CONTAINERID');
-    const existing = await this.recorded(req.containerId);
+    // The record alone: Query's live comparison with the kernel is not needed to decide. An
+    // invalid CNI_CONTAINERID finds none and is refused, naming it, by validateAttach.
+    const existing = this.service.lookup(req.containerId);
     let result: AttachResult;
     if (!existing) {
       const attach = validateAttach(
@@ -144,8 +136,9 @@ export class CniFrontend {
       );
       result = await this.service.attach(attach);
     } else if (existing.result && hasInterface(existing.result, req.ifname)) {
-      // A repeated ADD (a runtime retrying after a lost answer) gets the same result.
-      result = only(existing.result, req.ifname);
+      // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
+      // fresh hand-off tokens as an Attach answer has.
+      result = only(this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result, req.ifname);
     } else {
       if (pod.portMappings.length) throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: only the first interface of a sandbox (${req.containerId.slice(0, 40)}) can map host ports`);
       const add = validateAddInterface({ sandbox_id: req.containerId, interface: iface }, { rename: cniField });
@@ -156,7 +149,7 @@ export class CniFrontend {
 
   private async del(req: ShimRequest): Promise<undefined> {
     if (!req.containerId) throw new CniError(CniCode.invalidEnv, 'CNI_CONTAINERID is required');
-    const existing = await this.recorded(req.containerId);
+    const existing = this.service.lookup(req.containerId);
     if (!existing) return undefined; // Nothing of it here: DEL succeeds (CNI spec).
     const named = existing.request.interfaces.filter((i) => i.name !== req.ifname);
     try {

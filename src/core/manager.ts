@@ -416,8 +416,17 @@ export class SandboxManager implements SandboxService {
   async query(sandboxId: string) {
     const record = this.mustGet(sandboxId);
     const live = await this.compare(record);
-    const v = view(record);
-    return { ...v, result: v.result && (this.deps.handoff?.decorate(v.result) ?? v.result), live };
+    return { ...this.decorated(view(record)), live };
+  }
+
+  lookup(sandboxId: string, opts: { tokens?: boolean } = {}): SandboxRecordView | undefined {
+    const record = this.found(sandboxId);
+    if (!record) return undefined;
+    return opts.tokens ? this.decorated(view(record)) : view(record);
+  }
+
+  private decorated(v: SandboxRecordView): SandboxRecordView {
+    return { ...v, result: v.result && (this.deps.handoff?.decorate(v.result) ?? v.result) };
   }
 
   async list(): Promise<SandboxRecordView[]> {
@@ -457,8 +466,13 @@ export class SandboxManager implements SandboxService {
   unregisterExtension(name: string) { return this.deps.extensions.unregister(name); }
   async listExtensions() { return this.deps.extensions.list(); }
 
+  /** The record, unless its Detach has answered: for the caller it is gone. */
+  private found(sandboxId: string): SandboxRecord | undefined {
+    return this.answeredDetaches.has(sandboxId) ? undefined : this.deps.records.get(sandboxId);
+  }
+
   private mustGet(sandboxId: string): SandboxRecord {
-    const record = this.answeredDetaches.has(sandboxId) ? undefined : this.deps.records.get(sandboxId);
+    const record = this.found(sandboxId);
     if (!record) throw new KnitError('NOT_FOUND', `sandbox ${sandboxId} is not attached on this node`, { field: 'sandbox_id', cniCode: CniCode.containerUnknown });
     return record;
   }

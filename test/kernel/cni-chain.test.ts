@@ -4,14 +4,14 @@
 // and firewall, bandwidth's ifb) is observable there with ip/tc/nft and goes with the netns.
 import test from 'ava';
 import { status } from '@grpc/grpc-js';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, ipJson, pingFrom, runcAttachReq, podFactory, eventually, CLI, type Daemon } from '../helpers/daemon.js';
 import { crashAndRestart } from '../helpers/crash.js';
 import { uniquePrefix } from '../helpers/names.js';
-import { DEBIAN_PLUGINS, cacheEntries, conflist, hostLocal, leases, nftRuleset, scriptLog, scriptPlugin, tcJson } from '../helpers/cni.js';
+import { DEBIAN_PLUGINS, cacheEntries, conflist, hostLocal, knitShimConf, leases, nftRuleset, scriptLog, scriptPlugin, tcJson } from '../helpers/cni.js';
 
 const P = uniquePrefix('bchn');
 const HOST = `${P}h`; // the daemon's "host" netns
@@ -23,6 +23,7 @@ const { pod, netnsNames, ids } = podFactory(P);
 
 const chain = {
   full: `${P}full`, bw: `${P}bw`, ptp: `${P}ptp`, mvl: `${P}mvl`, bad: `${P}bad`, hang: `${P}hang`, file: `${P}file`, v11: `${P}v11`,
+  seen: `${P}seen`,
 };
 /** A conflist in a file, as a ConfigMap mounts it. */
 const conflistFile = path.join(dir, 'configmap', 'file.conflist');
@@ -60,6 +61,7 @@ const opts = {
     ]), { pluginDirs: [scripts, DEBIAN_PLUGINS], timeoutMs: 1500 }),
     { name: chain.file, mode: 'cni', cni: { conflistFile, cacheDir } },
     cni(chain.v11, conflist(chain.v11, [{ type: 'bnew' }], '1.1.0'), { pluginDirs: [scripts] }),
+    cni(chain.seen, conflist(chain.seen, [{ type: 'ptp', ipam: hostLocal(dataDir, '10.172.13.0/24') }, { type: 'bseen' }]), { pluginDirs: [scripts, DEBIAN_PLUGINS] }),
   ],
 };
 
@@ -78,6 +80,7 @@ test.before(async () => {
   execFileSync('ip', ['-n', HOST, 'link', 'set', `${P}mv1`, 'up']);
   scriptPlugin(scripts, 'bfail', `echo "bfail says no to $CNI_CONTAINERID" >&2; echo '{"cniVersion":"1.0.0","code":7,"msg":"bfail refuses this pod"}'; exit 1`);
   // It hangs in a helper it forked: the deadline must take the helper too.
+  scriptPlugin(scripts, 'bseen', ''); // logs every command it is run with
   scriptPlugin(scripts, 'bhang', `sleep 600 & echo $! > ${scripts}/bhang.child; echo $$ > ${scripts}/bhang.pid; wait`);
   // A CNI 1.1.0 plugin (Debian's stop at 1.0.0): it answers STATUS (failing while bnew.down
   // exists) and records what GC sends it.
@@ -376,4 +379,35 @@ test.serial('a CNI 1.1.0 chain: NodeStatus carries its STATUS (and the node is n
   t.deepEqual(sent['cni.dev/valid-attachments'], [{ containerID: p.id, ifname: 'eth0' }]);
   await d!.call('Detach', { sandbox_id: p.id });
   t.deepEqual(cacheEntries(cacheDir).filter((f) => f.startsWith(chain.v11)), []);
+});
+
+/** knit-cni exec'd as a runtime execs it, against this daemon's CNI socket. */
+function shim(command: string, p: { id: string; path: string }, config: object) {
+  const r = spawnSync(path.resolve('build', 'native', 'knit-cni'), [], {
+    input: JSON.stringify(config),
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: p.id, CNI_NETNS: p.path, CNI_IFNAME: 'eth0', CNI_ARGS: '', CNI_PATH: DEBIAN_PLUGINS },
+  });
+  return { code: r.status, out: r.stdout?.trim() ? JSON.parse(r.stdout) : undefined, raw: r.stdout };
+}
+
+test.serial('knit-cni ADD, a repeated ADD and DEL on a chain network run the chain once each way: finding the record runs no CNI CHECK', async (t) => {
+  const p = pod(16);
+  const conf = knitShimConf(P, d!.dir, { network: chain.seen });
+  const add = shim('ADD', p, conf);
+  t.is(add.code, 0, add.raw);
+  const address = add.out.ips[0].address;
+  t.regex(address, /^10\.172\.13\./);
+  const [eth0] = ipJson(['addr', 'show', 'dev', 'eth0'], p.ns);
+  t.true(eth0.addr_info.some((a: any) => `${a.local}/${a.prefixlen}` === address));
+  const again = shim('ADD', p, conf);
+  t.is(again.code, 0, again.raw);
+  t.is(again.out.ips[0].address, address, 'a repeated ADD answers the recorded result');
+  t.is(shim('DEL', p, conf).code, 0);
+  // Query's live comparison would have run the chain's CHECK (knit check does, see the ptp test).
+  t.deepEqual(scriptLog(scripts, 'bseen').filter((l) => l.endsWith(` ${p.id}`)), [`ADD ${p.id}`, `DEL ${p.id}`]);
+  t.deepEqual(ipJson(['link', 'show'], p.ns).map((l: any) => l.ifname), ['lo']);
+  t.deepEqual(leases(dataDir, chain.seen), []);
+  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.startsWith(chain.seen)), []);
+  await t.throwsAsync(d!.call('Query', { sandbox_id: p.id }));
 });

@@ -132,13 +132,16 @@ test.serial('a queued DEL that fails is retried with backoff while the daemon ru
   writeFileSync(`${later}.tmp`, JSON.stringify({ ...fixed, containerId: b.id, netns: b.path, ifname: 'eth0', config: JSON.stringify(conf()) }));
   renameSync(`${later}.tmp`, later);
   // The retry (1.5 s after the start) carries b out; the broken one gives up after 3 attempts.
-  await eventually(() => !existsSync(later), 'the retried DEL of b done', 15_000);
+  // The request file goes first, its attempts file just after: wait for both.
+  await eventually(() => !existsSync(later) && !existsSync(`${later}.attempts`), 'the retried DEL of b done', 15_000);
   await t.throwsAsync(d.call('Query', { sandbox_id: b.id }));
-  t.false(existsSync(`${later}.attempts`));
-  await eventually(() => existsSync(path.join(queueDir(), 'failed', path.basename(broken))), 'the broken DEL moved to failed/', 20_000);
+  // The log line comes after the move and the attempts file's removal (and the metric with it).
+  const gaveUpLine = 'queued CNI DEL gave up; moved to failed/ (what it names may be left behind: remove it with knit detach, then delete the file)';
+  await eventually(() => logged(gaveUpLine).length > 0, 'the broken DEL given up', 20_000);
+  t.true(existsSync(path.join(queueDir(), 'failed', path.basename(broken))));
   t.false(existsSync(broken));
   t.false(existsSync(`${broken}.attempts`));
-  const gaveUp = logged('queued CNI DEL gave up; moved to failed/ (what it names may be left behind: remove it with knit detach, then delete the file)');
+  const gaveUp = logged(gaveUpLine);
   t.is(gaveUp.length, 1);
   t.is(gaveUp[0].attempts, 3);
   t.is(await metric('knit_cni_queued_deletes_failed_total'), 1);

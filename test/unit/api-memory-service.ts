@@ -112,6 +112,11 @@ export class MemorySandboxService implements SandboxService {
     return { ...this.get(sandboxId), live: { ok: true, differences: [] } };
   }
 
+  lookup(sandboxId: string) {
+    this.maybeFail('lookup');
+    return this.records.get(sandboxId);
+  }
+
   async list() {
     this.maybeFail('list');
     return [...this.records.values()];

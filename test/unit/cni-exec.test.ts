@@ -24,6 +24,17 @@ test('a conflist keeps its text; bad ones say which key is wrong', (t) => {
   t.true(compareVersions('0.4.0', '0.4.0') === 0);
 });
 
+test('a conflist text parsed again answers the same list, frozen (attach and detach share it)', (t) => {
+  const list = parseConflist(LIST, 'x');
+  t.is(parseConflist(LIST, 'network pods'), list);
+  t.true(Object.isFrozen(list) && Object.isFrozen(list.plugins[1]) && Object.isFrozen(list.plugins[1]!.capabilities));
+  t.not(parseConflist(LIST.replace('cni0', 'cni1'), 'x'), list);
+  // What a chain builds from it is the caller's own.
+  const conf = pluginConfig(list, list.plugins[0]!, undefined, {});
+  conf.prevResult = {};
+  t.false('prevResult' in list.plugins[0]!);
+});
+
 test('each plugin gets name, cniVersion, prevResult, and runtimeConfig only for the capabilities it declares', (t) => {
   const list = parseConflist(LIST, 'x');
   const caps = { portMappings: [{ hostPort: 80, containerPort: 8080, protocol: 'tcp' }], bandwidth: { ingressRate: 1 } };
