@@ -9,7 +9,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { native } from '../../src/net/native.js';
 import type {
-  AddrListOp, AddrOp, FilterDelOp, FilterListOp, LinkAddOp, LinkDelGroupOp, LinkDelOp, LinkGetOp, LinkListOp, LinkSetOp,
+  AddrListOp, AddrOp, FilterDelOp, FilterListOp, LinkAddOp, LinkDelGroupOp, LinkDelOp, LinkEvictOp, LinkGetOp, LinkListOp, LinkSetOp,
   NeighAddOp, NeighDelOp, NeighListOp, Op, QdiscListOp, QdiscOp, TbfQdiscAddOp, TbfQdiscDelOp, RedirectFilterAddOp, RouteListOp, RouteOp, SysctlGetOp, SysctlSetOp,
   TunAddOp, TunOpenOp, VfSetOp,
 } from '../../src/base/ops.js';
@@ -47,6 +47,7 @@ const SAMPLES: Op[] = [
   full<LinkDelGroupOp>({ op: 'link.delGroup', group: 7, ignoreMissing: true }),
   full<LinkGetOp>({ op: 'link.get', link: 3, vfs: true }),
   full<LinkListOp>({ op: 'link.list', kind: 'veth' }),
+  full<LinkEvictOp>({ op: 'link.evict', tagPrefix: 'knit:sandbox=', sparePrefix: 'knit:sandbox=sb;', claim: 'knit:sandbox=sb;if=eth0', group: 7 }),
   ...(['addr.add', 'addr.del'] as const).map((op) =>
     full<AddrOp>({ op, link: 'a0', address: '10.0.0.2/24', peer: '10.0.0.3', scope: 'global', noDad: true, noPrefixRoute: true, ignoreMissing: true }),
   ),

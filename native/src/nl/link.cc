@@ -49,8 +49,9 @@ int SetAlias(Socket& socket, uint32_t index, const std::string& alias, OpError* 
   return rc;
 }
 
-// A veth peer made in another netns is only reachable by a socket in that netns (IFLA_TARGET_
-// NETNSID would not do: on RTM_SETLINK the kernel reads it as "move the link there").
+// A veth peer made in another netns is only reachable by a socket in that netns. IFLA_TARGET_
+// NETNSID would not do: RTM_SETLINK finds the link by ifindex in the socket's own netns and
+// reads the attribute as "move the link there" (docs/peer-retire.md).
 int SetAliasIn(const std::string& netns, uint32_t index, const std::string& alias, OpError* err) {
   OpError open;
   int nsfd = OpenNetns(netns, &open);
