@@ -1,7 +1,7 @@
 // The pod-side veth every container-shaped attachment starts from: the host end on the
 // network's bridge (bridge mode) or alone with host routes (routed mode), the pod end created
-// straight inside the sandbox netns with its MAC and MTU in the same request, under a name of
-// its own that the pod netns batch turns into the interface's name.
+// straight inside the sandbox netns with its final name, MAC and MTU in the same request (or
+// under a name of its own while a leftover holds the final one; see claimPodName).
 //
 // Detach retires only the host end (one host batch, nothing opened in the pod netns): down and
 // off the bridge, it makes the pair inert, and the reaper's delete of it takes the pod end
@@ -43,9 +43,9 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     mtu: iface.mtu ?? network.mtu,
   };
   const tag = aliasTag(sandboxId, iface.name);
-  // Created under this name (unique to the interface), so a pod end a detached sandbox left
-  // here cannot make the create fail; renamed in the pod netns batch.
-  const bornAs = hostIfName(sandboxId, iface.name, 'p');
+  // The pod end's name while a pod end a detached sandbox left here still holds its own (a
+  // rename costs the kernel an RCU grace period, so only then); unique to the interface.
+  const otherName = hostIfName(sandboxId, iface.name, 'p');
   const steps: Step[] = [
     {
       description: `create veth ${veth.hostName} (host) ↔ ${veth.podName} (sandbox)`,
@@ -54,7 +54,7 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge! }),
         // The pod end's alias is set with its "up" below, in the pod netns batch: here it would
         // cost a second netlink socket opened inside the netns.
-        peer: { name: bornAs, mac: veth.mac, mtu: veth.mtu, netns: ns },
+        peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, netns: ns, nameIfTaken: otherName },
       },
       undo: { op: 'link.del', link: veth.hostName },
       retire: retireLink(veth.hostName),
@@ -94,7 +94,7 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
   steps.push(...planBandwidth(sandboxId, iface.name, veth.hostName, veth.mtu, iface.bandwidth));
 
   // The sandbox's steps, in one batch: the name first, so every later step finds the link by it.
-  steps.push(...claimPodName(ns, sandboxId, bornAs, veth.podName));
+  steps.push(...claimPodName(ns, sandboxId, otherName, veth.podName));
   const ips: PlannedIp[] = [];
   const routes: ResultRoute[] = [];
   for (const a of addresses) {
@@ -169,10 +169,10 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
 /** The pod netns steps that give the new pod end its interface name. First, what detached
  * sandboxes left here for the reaper is moved aside, as their Detach would once have done: any
  * device this knit tagged, except the attaching sandbox's own live interfaces (an earlier one
- * of this very name is a leftover too). Then the new pod end is renamed, tagged and brought up
- * in one request (the kernel renames before it applies the up). A device that is not knit's
- * keeps the name, and the rename fails with EEXIST, naming it. */
-export function claimPodName(ns: string, sandboxId: string, bornAs: string, podName: string): Step[] {
+ * of this very name is a leftover too). Then a pod end made under its other name (the name was
+ * taken) is renamed, and it is tagged and brought up. A device that is not knit's keeps the
+ * name, and the rename fails with EEXIST, naming it. */
+export function claimPodName(ns: string, sandboxId: string, otherName: string, podName: string): Step[] {
   const tag = aliasTag(sandboxId, podName);
   return [
     {
@@ -187,9 +187,10 @@ export function claimPodName(ns: string, sandboxId: string, bornAs: string, podN
       },
     },
     {
-      description: `name ${bornAs} ${podName} and bring it up`,
+      description: `name ${otherName} ${podName} if it was made under that name`,
       netns: ns,
-      do: { op: 'link.set', link: bornAs, name: podName, up: true, alias: tag },
+      do: { op: 'link.set', link: otherName, name: podName, ignoreMissing: true },
     },
+    { description: `bring up ${podName}`, netns: ns, do: { op: 'link.set', link: podName, up: true, alias: tag } },
   ];
 }

@@ -33,6 +33,9 @@ export interface VethPeer {
   alias?: string;
   /** Create the peer straight inside this netns (IFLA_NET_NS_FD in the same request). */
   netns?: string;
+  /** When the kernel answers EEXIST, the create is sent once more with the peer under this
+   * name (a pod end a detached sandbox left under `name` until the reaper deletes it). */
+  nameIfTaken?: string;
 }
 
 export type LinkAddOp =

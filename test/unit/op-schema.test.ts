@@ -25,7 +25,7 @@ const ns = '/run/netns/schema-sample';
 const SAMPLES: Op[] = [
   full<Variant<'veth'>>({
     op: 'link.add', kind: 'veth', name: 'a0', mtu: 1500, mac: '02:00:00:00:00:01', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10,
-    peer: { name: 'b0', mac: '02:00:00:00:00:02', mtu: 1500, alias: 'y', netns: ns },
+    peer: { name: 'b0', mac: '02:00:00:00:00:02', mtu: 1500, alias: 'y', netns: ns, nameIfTaken: 'b1' },
   }),
   full<Variant<'bridge'>>({
     op: 'link.add', kind: 'bridge', name: 'br0', mtu: 1500, mac: '02:00:00:00:00:03', alias: 'x', group: 1, master: 'br1', up: true, txqlen: 10, stpOff: true,
