@@ -25,6 +25,7 @@
         "native/src/nl/inet.cc",
         "native/src/nl/request_builder.cc",
         "native/src/nl/link.cc",
+        "native/src/nl/link_evict.cc",
         "native/src/nl/addr.cc",
         "native/src/nl/route.cc",
         "native/src/nl/neigh.cc",

@@ -1,11 +1,20 @@
 // The pod-side veth every container-shaped attachment starts from: the host end on the
 // network's bridge (bridge mode) or alone with host routes (routed mode), the pod end created
-// straight inside the sandbox netns with its final name, MAC and MTU in the same request.
-import type { Op } from '../../src/base/ops.js';
+// straight inside the sandbox netns with its final name, MAC and MTU in the same request (or
+// under a name of its own while a leftover holds the final one; see claimPodName).
+//
+// Detach retires only the host end (one host batch, nothing opened in the pod netns): down and
+// off the bridge, it makes the pair inert, and the reaper's delete of it takes the pod end
+// along. Until then the pod end keeps its name, addresses and routes (without carrier), so an
+// attach into the same netns first moves such leftovers aside (link.evict, devices knit tagged
+// only). The host netns cannot rename the pod end itself: on RTM_SETLINK the kernel finds the
+// device by ifindex in the socket's own netns and reads IFLA_TARGET_NETNSID as "move it
+// there", so a peer index sent from the host would name, and move, an unrelated host device
+// (docs/peer-retire.md). What Detach acts on is knit's own tagged host end, found by its name.
 import { retireLink } from '../../src/net/retire.js';
 import type { Step } from '../../src/base/plan.js';
 import type { ResultRoute } from '../../src/base/types.js';
-import { aliasTag, hostIfName, podMac } from '../../src/base/names.js';
+import { aliasTag, hostIfName, podMac, reapGroup } from '../../src/base/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../../src/base/strategy.js';
 import { interfaceIndex } from './binding-options.js';
 import { planBandwidth } from './bandwidth.js';
@@ -34,6 +43,9 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     mtu: iface.mtu ?? network.mtu,
   };
   const tag = aliasTag(sandboxId, iface.name);
+  // The pod end's name while a pod end a detached sandbox left here still holds its own (a
+  // rename costs the kernel an RCU grace period, so only then); unique to the interface.
+  const otherName = hostIfName(sandboxId, iface.name, 'p');
   const steps: Step[] = [
     {
       description: `create veth ${veth.hostName} (host) ↔ ${veth.podName} (sandbox)`,
@@ -42,7 +54,7 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
         ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge! }),
         // The pod end's alias is set with its "up" below, in the pod netns batch: here it would
         // cost a second netlink socket opened inside the netns.
-        peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, netns: ns },
+        peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, netns: ns, nameIfTaken: otherName },
       },
       undo: { op: 'link.del', link: veth.hostName },
       retire: retireLink(veth.hostName),
@@ -81,6 +93,8 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
   // Limits are shaped on the host end, where the sandbox cannot reach them.
   steps.push(...planBandwidth(sandboxId, iface.name, veth.hostName, veth.mtu, iface.bandwidth));
 
+  // The sandbox's steps, in one batch: the name first, so every later step finds the link by it.
+  steps.push(...claimPodName(ns, sandboxId, otherName, veth.podName));
   const ips: PlannedIp[] = [];
   const routes: ResultRoute[] = [];
   for (const a of addresses) {
@@ -93,17 +107,7 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     });
     ips.push({ address: `${a.address}/${prefix}`, gateway, family: a.family, interface: 1 });
   }
-  steps.push(
-    {
-      description: `bring up ${veth.podName}`,
-      netns: ns,
-      do: { op: 'link.set', link: veth.podName, up: true, alias: tag },
-      // Detach frees the name at once, so the next sandbox in this netns can take it before
-      // the reaper has deleted the pair.
-      retire: retireLink(veth.podName),
-    },
-    { description: 'bring up lo', netns: ns, do: { op: 'link.set', link: 'lo', up: true } },
-  );
+  steps.push({ description: 'bring up lo', netns: ns, do: { op: 'link.set', link: 'lo', up: true } });
 
   const carriesDefault = input.defaultRoute !== false;
   // A pod may sit on one network twice: its subnet and routes then reach the pod on two
@@ -160,4 +164,33 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
     ips,
     routes,
   };
+}
+
+/** The pod netns steps that give the new pod end its interface name. First, what detached
+ * sandboxes left here for the reaper is moved aside, as their Detach would once have done: any
+ * device this knit tagged, except the attaching sandbox's own live interfaces (an earlier one
+ * of this very name is a leftover too). Then a pod end made under its other name (the name was
+ * taken) is renamed, and it is tagged and brought up. A device that is not knit's keeps the
+ * name, and the rename fails with EEXIST, naming it. */
+export function claimPodName(ns: string, sandboxId: string, otherName: string, podName: string): Step[] {
+  const tag = aliasTag(sandboxId, podName);
+  return [
+    {
+      description: `move aside what detached sandboxes left in the sandbox netns`,
+      netns: ns,
+      do: {
+        op: 'link.evict',
+        tagPrefix: aliasTag('', '').slice(0, -';if='.length), // "<instance>:sandbox="
+        sparePrefix: aliasTag(sandboxId, '').slice(0, -'if='.length), // "<instance>:sandbox=<id>;"
+        claim: tag,
+        group: reapGroup(),
+      },
+    },
+    {
+      description: `name ${otherName} ${podName} if it was made under that name`,
+      netns: ns,
+      do: { op: 'link.set', link: otherName, name: podName, ignoreMissing: true },
+    },
+    { description: `bring up ${podName}`, netns: ns, do: { op: 'link.set', link: podName, up: true, alias: tag } },
+  ];
 }

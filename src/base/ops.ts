@@ -33,6 +33,9 @@ export interface VethPeer {
   alias?: string;
   /** Create the peer straight inside this netns (IFLA_NET_NS_FD in the same request). */
   netns?: string;
+  /** When the kernel answers EEXIST, the create is sent once more with the peer under this
+   * name (a pod end a detached sandbox left under `name` until the reaper deletes it). */
+  nameIfTaken?: string;
 }
 
 export type LinkAddOp =
@@ -83,6 +86,12 @@ export interface LinkDelOp extends Tolerant { op: 'link.del'; link: LinkRef }
 export interface LinkDelGroupOp extends Tolerant { op: 'link.delGroup'; group: number }
 export interface LinkGetOp { op: 'link.get'; link: LinkRef; /** include IFLA_VFINFO_LIST */ vfs?: boolean }
 export interface LinkListOp { op: 'link.list'; kind?: string }
+/** Moves aside the devices a detached sandbox left in this netns for the reaper: every link
+ * whose alias starts with tagPrefix, except those whose alias starts with sparePrefix (the
+ * attaching sandbox's live interfaces) unless it is exactly `claim` (its own earlier interface
+ * of the name it is taking again). Each goes down, is renamed kxe<ifindex> and joins `group`.
+ * {skipped: true} when there was none. Untagged devices are never touched. */
+export interface LinkEvictOp { op: 'link.evict'; tagPrefix: string; sparePrefix: string; claim: string; group: number }
 
 export interface AddrOp extends Tolerant {
   op: 'addr.add' | 'addr.del';
@@ -198,7 +207,7 @@ export interface TunOpenOp {
 }
 
 export type Op =
-  | LinkAddOp | LinkSetOp | LinkDelOp | LinkDelGroupOp | LinkGetOp | LinkListOp
+  | LinkAddOp | LinkSetOp | LinkDelOp | LinkDelGroupOp | LinkGetOp | LinkListOp | LinkEvictOp
   | AddrOp | AddrListOp | RouteOp | RouteListOp | NeighOp | NeighListOp
   | QdiscOp | TbfQdiscAddOp | TbfQdiscDelOp | QdiscListOp | RedirectFilterAddOp | FilterDelOp | FilterListOp
   | VfSetOp | SysctlSetOp | SysctlGetOp | TunAddOp | TunOpenOp;
@@ -332,6 +341,7 @@ export interface OpResults {
   'link.add': ChangeResult; 'link.set': ChangeResult; 'link.del': ChangeResult; 'link.delGroup': ChangeResult;
   'link.get': { link: LinkInfo };
   'link.list': { links: LinkInfo[] };
+  'link.evict': ChangeResult;
   'addr.add': ChangeResult; 'addr.del': ChangeResult;
   'addr.list': { addrs: AddrInfo[] };
   'route.add': ChangeResult; 'route.replace': ChangeResult; 'route.del': ChangeResult;

@@ -23,7 +23,9 @@ export interface InterfaceAllocation {
  * 2: a plan may hold host-port actions (conntrack.flush, localnet.restore) that a knit of
  * format 1 cannot run.
  * 3: a plan may hold bandwidth steps (a tbf qdisc, an ifb link) that a knit of format 2 cannot
- * run. */
+ * run.
+ * (A pod end made under a name of its own and a link.evict need no new format: they are attach
+ * steps without inverses, and an older knit undoes and retires such a plan correctly.) */
 export const SANDBOX_RECORD_VERSION = 3;
 
 export type RecordVersion = 1 | 2 | 3;

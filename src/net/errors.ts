@@ -66,6 +66,7 @@ function describeOp(op: Op): { doing: string; object: string } {
     case 'link.delGroup': return { doing: `deleting link group ${op.group}`, object: `link group ${op.group}` };
     case 'link.get': return { doing: `reading link ${ref(op.link)}`, object: `link ${ref(op.link)}` };
     case 'link.list': return { doing: 'listing links', object: 'links' };
+    case 'link.evict': return { doing: 'moving aside links a detached sandbox left', object: 'leftover links' };
     case 'addr.add': return { doing: `adding address ${op.address} to ${ref(op.link)}`, object: `address ${op.address}` };
     case 'addr.del': return { doing: `removing address ${op.address} from ${ref(op.link)}`, object: `address ${op.address}` };
     case 'addr.list': return { doing: 'listing addresses', object: 'addresses' };

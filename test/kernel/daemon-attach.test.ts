@@ -2,6 +2,7 @@
 // checked against what `ip` sees.
 import test from 'ava';
 import { status } from '@grpc/grpc-js';
+import { reapGroup, setInstance } from '../../src/base/names.js';
 import {
   startDaemon, cleanupDaemon, removeNetns, ipJson, pingFrom, eventually, hostLinks, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
@@ -165,12 +166,52 @@ test.serial('a new sandbox can attach into a netns the moment the previous one d
   const p = pod(9);
   ids.push(`${P}-sb9b`);
   await d!.call('Attach', attachReq(p.id, p.path));
+  const hostName = hostLinks().find((l) => l.ifalias?.includes(`sandbox=${p.id};`))!.ifname;
   await d!.call('Detach', { sandbox_id: p.id });
-  // No waiting for the reaper: the old pair is already out of the way.
+  // Detach answered once the host end was inert: down and off the bridge (unless already reaped).
+  const host: any = hostLinks().find((l) => l.ifalias?.includes(`sandbox=${p.id};`));
+  if (host) t.true(!host.flags.includes('UP') && host.ifname !== hostName && !host.master, JSON.stringify(host));
+  // No waiting for the reaper: the next attach takes eth0 from the old pair if it is still there.
   const { result } = await d!.call('Attach', attachReq(`${P}-sb9b`, p.path));
   t.is(result.interfaces.find((i: any) => i.sandbox).name, 'eth0');
   t.true(pingFrom(p.ns, '10.231.1.1'));
   await d!.call('Detach', { sandbox_id: `${P}-sb9b` });
+});
+
+test.serial("what detached sandboxes left for the reaper is moved aside by the next attach; devices that are not knit's are not", async (t) => {
+  // What detached sandboxes leave until the reaper deletes their pairs: pod ends still named
+  // eth0 / net1, tagged by this daemon, eth0 with its address and default route (a link
+  // without carrier keeps them). Made by hand here so that no reaper can take them first.
+  const p = pod(11);
+  const { execFileSync } = await import('node:child_process');
+  const ip = (...a: string[]) => execFileSync('ip', ['-n', p.ns, ...a]);
+  ip('link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', `${P}x0`);
+  ip('link', 'set', 'eth0', 'alias', `knit-${P}:sandbox=${P}-gone;if=eth0`, 'up');
+  ip('addr', 'add', '10.231.1.250/24', 'dev', 'eth0');
+  ip('route', 'add', 'default', 'via', '10.231.1.1', 'dev', 'eth0', 'onlink');
+  ip('link', 'add', 'net1', 'type', 'veth', 'peer', 'name', `${P}x1`);
+  ip('link', 'set', 'net1', 'alias', `knit-${P}:sandbox=${P}-gone2;if=net1`);
+  ip('link', 'set', `${P}x1`, 'alias', `not-knit:sandbox=${P}-gone2;if=net1`);
+  const before = new Map(ipJson(['link', 'show'], p.ns).map((l: any) => [l.ifname, l.ifindex]));
+
+  const { result } = await d!.call('Attach', attachReq(p.id, p.path));
+  const links = ipJson(['link', 'show'], p.ns);
+  const eth0 = links.find((l: any) => l.ifname === 'eth0');
+  t.not(eth0.ifindex, before.get('eth0'), 'eth0 is the new pod end');
+  t.is(eth0.address, result.interfaces.find((i: any) => i.sandbox).mac);
+  t.true(eth0.ifalias.startsWith(`knit-${P}:sandbox=${p.id};`));
+  setInstance(`knit-${P}`);
+  for (const name of ['eth0', 'net1']) {
+    const left = links.find((l: any) => l.ifindex === before.get(name));
+    t.is(left.ifname, `kxe${left.ifindex}`, `the old ${name} is renamed out of the way`);
+    t.false(left.flags.includes('UP'), `the old ${name} is down`);
+    t.is(String(left.group), String(reapGroup()), `the old ${name} is in this daemon's reap group`);
+  }
+  t.truthy(links.find((l: any) => l.ifname === `${P}x0`), 'an untagged device is left alone');
+  t.truthy(links.find((l: any) => l.ifname === `${P}x1`), "a device tagged by someone else is left alone");
+  t.deepEqual(ipJson(['route', 'show', 'default'], p.ns).map((r: any) => r.dev), ['eth0']);
+  t.true(pingFrom(p.ns, '10.231.1.1'));
+  await d!.call('Detach', { sandbox_id: p.id });
 });
 
 test.serial('a second sandbox in a netns that is already attached is refused naming netns_path; after detach it is free', async (t) => {

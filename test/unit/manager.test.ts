@@ -202,9 +202,23 @@ test('detach of a sandbox whose netns is gone skips the inverses inside it', asy
 test('a detach that cannot finish keeps the record detaching with its addresses; a retry finishes', async (t) => {
   const f = fixture();
   await f.manager.attach(request());
-  f.runner.failEvery((a) => a.op === 'link.set' && (a as { link: unknown }).link === 'eth0');
+  f.runner.failEvery((a) => a.op === 'link.set' && (a as { up?: boolean }).up === false);
   await keptThenFinished(t, f, f.manager.detach('sb-1'), 'detaching', /detach of sb-1 is incomplete/);
 });
+
+for (const [title, interfaces] of [['one interface', [{ name: 'eth0' }]], ['two interfaces on two networks', TWO_NETWORKS]] as const) {
+  test(`a runc detach (${title}) is one host batch and sends nothing to the pod netns`, async (t) => {
+    const f = fixture();
+    await f.manager.attach(request({}, [...interfaces]));
+    const attachBatches = f.runner.batches.length;
+    const asked = f.runner.usableAsked.length;
+    t.true(f.runner.batches.some((b) => b.netns === NETNS), 'the attach did work in the pod netns (the check can fail)');
+    await f.manager.detach('sb-1');
+    const detach = f.runner.batches.slice(attachBatches);
+    t.deepEqual(detach.map((b) => [b.kind, b.netns]), [['ops', undefined]]);
+    t.deepEqual(f.runner.usableAsked.slice(asked).filter((q) => q.netns === NETNS), [], 'not even a look at the pod netns');
+  });
+}
 
 test('a failed journal write changes nothing in the kernel and holds no address', async (t) => {
   const f = fixture();

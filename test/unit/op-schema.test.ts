@@ -9,7 +9,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { native } from '../../src/net/native.js';
 import type {
-  AddrListOp, AddrOp, FilterDelOp, FilterListOp, LinkAddOp, LinkDelGroupOp, LinkDelOp, LinkGetOp, LinkListOp, LinkSetOp,
+  AddrListOp, AddrOp, FilterDelOp, FilterListOp, LinkAddOp, LinkDelGroupOp, LinkDelOp, LinkEvictOp, LinkGetOp, LinkListOp, LinkSetOp,
   NeighAddOp, NeighDelOp, NeighListOp, Op, QdiscListOp, QdiscOp, TbfQdiscAddOp, TbfQdiscDelOp, RedirectFilterAddOp, RouteListOp, RouteOp, SysctlGetOp, SysctlSetOp,
   TunAddOp, TunOpenOp, VfSetOp,
 } from '../../src/base/ops.js';
@@ -25,7 +25,7 @@ const ns = '/run/netns/schema-sample';
 const SAMPLES: Op[] = [
   full<Variant<'veth'>>({
     op: 'link.add', kind: 'veth', name: 'a0', mtu: 1500, mac: '02:00:00:00:00:01', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10,
-    peer: { name: 'b0', mac: '02:00:00:00:00:02', mtu: 1500, alias: 'y', netns: ns },
+    peer: { name: 'b0', mac: '02:00:00:00:00:02', mtu: 1500, alias: 'y', netns: ns, nameIfTaken: 'b1' },
   }),
   full<Variant<'bridge'>>({
     op: 'link.add', kind: 'bridge', name: 'br0', mtu: 1500, mac: '02:00:00:00:00:03', alias: 'x', group: 1, master: 'br1', up: true, txqlen: 10, stpOff: true,
@@ -47,6 +47,7 @@ const SAMPLES: Op[] = [
   full<LinkDelGroupOp>({ op: 'link.delGroup', group: 7, ignoreMissing: true }),
   full<LinkGetOp>({ op: 'link.get', link: 3, vfs: true }),
   full<LinkListOp>({ op: 'link.list', kind: 'veth' }),
+  full<LinkEvictOp>({ op: 'link.evict', tagPrefix: 'knit:sandbox=', sparePrefix: 'knit:sandbox=sb;', claim: 'knit:sandbox=sb;if=eth0', group: 7 }),
   ...(['addr.add', 'addr.del'] as const).map((op) =>
     full<AddrOp>({ op, link: 'a0', address: '10.0.0.2/24', peer: '10.0.0.3', scope: 'global', noDad: true, noPrefixRoute: true, ignoreMissing: true }),
   ),

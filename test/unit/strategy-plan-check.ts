@@ -96,6 +96,7 @@ export function planProblems(steps: Step[], external: { name: string; netns: str
         if (d.op === 'link.add' && d.kind === 'veth') {
           if (Buffer.byteLength(d.peer.name) > 15) problems.push(`${at}: peer name ${d.peer.name} is longer than 15 bytes`);
           made.add(key(d.peer.netns ?? ns, d.peer.name));
+          if (d.peer.nameIfTaken) made.add(key(d.peer.netns ?? ns, d.peer.nameIfTaken)); // one of the two
         }
         if (d.op === 'link.add' && 'master' in d && d.master !== undefined && !known(ns, d.master)) problems.push(`${at}: master ${d.master} is not the plan's`);
         if (d.op === 'link.add' && 'parent' in d && !known(ns, d.parent)) problems.push(`${at}: parent ${d.parent} is not the plan's`);
@@ -104,7 +105,19 @@ export function planProblems(steps: Step[], external: { name: string; netns: str
       case 'link.set':
         if (!known(ns, d.link)) problems.push(`${at}: changes ${d.link} in ${ns}, which the plan did not make`);
         if (d.master != null && !known(ns, d.master)) problems.push(`${at}: enslaves to ${d.master}, which the plan did not make`);
-        if (d.name) problems.push(`${at}: renames a device (a plan makes devices under their final names)`);
+        if (d.name) {
+          // A device made under a name of its own takes its final one: later steps use that.
+          // (With ignoreMissing: a peer that may have been made under either name takes the first.)
+          if (known(ns, d.name) && !d.ignoreMissing) problems.push(`${at}: renames ${d.link} to ${d.name}, which already exists in ${ns}`);
+          made.delete(key(ns, d.link));
+          made.add(key(ns, d.name));
+        }
+        break;
+      case 'link.evict':
+        // Moves aside devices knit tagged for sandboxes that are gone; never the host's.
+        if (ns === 'host') problems.push(`${at}: evicts devices in the host netns`);
+        if (!d.sparePrefix || !d.claim.startsWith(d.sparePrefix)) problems.push(`${at}: would move aside the sandbox's own live interfaces`);
+        if (s.undo || s.retire) problems.push(`${at}: an eviction has nothing to undo`);
         break;
       case 'addr.add':
       case 'route.add':

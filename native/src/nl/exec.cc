@@ -164,7 +164,8 @@ int ReadReplies(RunContext& ctx, const PreparedOp& op, const Request& req, const
 
 int RunOp(RunContext& ctx, PreparedOp& op, OpResult* res, OpError* err) {
   if (op.custom) return op.custom(ctx, res, err);
-  for (Request& req : op.requests) {
+  for (size_t r = 0; r < op.requests.size();) {
+    Request& req = op.requests[r];
     if (req.subjectIndex) res->index = req.subjectIndex;
     Message bytes = req.bytes;
     std::vector<int> fds;
@@ -176,8 +177,16 @@ int RunOp(RunContext& ctx, PreparedOp& op, OpResult* res, OpError* err) {
       if (rc < 0) err->context = op.name;
     }
     for (int fd : fds) close(fd);
+    if (rc == -EEXIST && r == 0 && op.ifExists) {
+      // Once, with the other name: the fallback request replaces the first.
+      op.requests[0] = std::move(*op.ifExists);
+      op.ifExists.reset();
+      *err = OpError{};
+      continue;
+    }
     if (rc == 0) rc = ReadReplies(ctx, op, req, replies, res, err);
     if (rc < 0) return rc;
+    r++;
   }
   if (op.filter) op.filter(res);
   return 0;

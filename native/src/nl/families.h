@@ -38,6 +38,7 @@ PreparedOp PrepareLinkDel(const Fields& f);
 PreparedOp PrepareLinkDelGroup(const Fields& f);
 PreparedOp PrepareLinkGet(const Fields& f);
 PreparedOp PrepareLinkList(const Fields& f);
+PreparedOp PrepareLinkEvict(const Fields& f);  // link_evict.cc
 PreparedOp PrepareAddr(const Fields& f, bool add);
 PreparedOp PrepareAddrList(const Fields& f);
 PreparedOp PrepareRoute(const Fields& f, const std::string& verb);

@@ -49,8 +49,9 @@ int SetAlias(Socket& socket, uint32_t index, const std::string& alias, OpError* 
   return rc;
 }
 
-// A veth peer made in another netns is only reachable by a socket in that netns (IFLA_TARGET_
-// NETNSID would not do: on RTM_SETLINK the kernel reads it as "move the link there").
+// A veth peer made in another netns is only reachable by a socket in that netns. IFLA_TARGET_
+// NETNSID would not do: RTM_SETLINK finds the link by ifindex in the socket's own netns and
+// reads the attribute as "move the link there" (docs/peer-retire.md).
 int SetAliasIn(const std::string& netns, uint32_t index, const std::string& alias, OpError* err) {
   OpError open;
   int nsfd = OpenNetns(netns, &open);
@@ -95,11 +96,11 @@ void PutCommon(RequestBuilder& r, const Fields& f) {
   if (f.Has("master")) r.LinkAttr(IFLA_MASTER, f.Link("master"), f.PathOf("master"));
 }
 
-void PutVethPeer(RequestBuilder& r, const Fields& p) {
+void PutVethPeer(RequestBuilder& r, const Fields& p, const char* nameKey) {
   size_t peer = r.b.Begin(VETH_INFO_PEER);
   ifinfomsg pi{};
   r.b.Struct(&pi, sizeof pi);
-  r.b.Str(IFLA_IFNAME, p.IfName("name"));
+  r.b.Str(IFLA_IFNAME, p.IfName(nameKey));
   if (auto mtu = p.OptU32("mtu", 68, 65535)) r.b.U32(IFLA_MTU, *mtu);
   if (p.Has("mac")) {
     auto mac = Mac(p, "mac");
@@ -143,8 +144,10 @@ PreparedOp Single(const char* name, Request req) {
 
 }  // namespace
 
-PreparedOp PrepareLinkAdd(const Fields& f) {
-  std::string kind = f.Enum("kind", {"veth", "bridge", "macvlan", "macvtap", "vxlan", "ifb"});
+namespace {
+
+// The RTM_NEWLINK that creates the link; a veth's peer takes its name from peer[peerNameKey].
+Request LinkAddRequest(const Fields& f, const std::string& kind, const char* peerNameKey) {
   // NLM_F_ECHO: the kernel answers with the new link, which tells us its ifindex for free.
   RequestBuilder r(RTM_NEWLINK, kAck | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ECHO, ReplyKind::Echo);
   ifinfomsg ifi{};
@@ -158,7 +161,7 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
   r.b.Str(IFLA_INFO_KIND, kind);
   if (kind == "veth") {
     size_t data = r.b.Begin(IFLA_INFO_DATA);
-    PutVethPeer(r, f.Obj("peer"));
+    PutVethPeer(r, f.Obj("peer"), peerNameKey);
     r.b.End(data);
   } else if (kind == "bridge") {
     if (f.Bool("stpOff", false)) {
@@ -177,7 +180,18 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
     r.b.End(data);
   }
   r.b.End(info);
-  PreparedOp op = Single("link.add", r.Done());
+  return r.Done();
+}
+
+}  // namespace
+
+PreparedOp PrepareLinkAdd(const Fields& f) {
+  std::string kind = f.Enum("kind", {"veth", "bridge", "macvlan", "macvtap", "vxlan", "ifb"});
+  PreparedOp op = Single("link.add", LinkAddRequest(f, kind, "name"));
+  // A pod end's name may still be held by a detached sandbox's pod end waiting for the reaper:
+  // then the peer is made under its other name, and the pod netns batch moves the old one aside
+  // and renames the new one (runtimes/common/pod-veth.ts).
+  if (kind == "veth" && f.Obj("peer").Has("nameIfTaken")) op.ifExists = LinkAddRequest(f, kind, "nameIfTaken");
 
   std::optional<std::string> alias, peerAlias, peerNetns;
   if (f.Has("alias")) alias = AliasField(f, "alias");

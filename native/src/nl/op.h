@@ -2,6 +2,7 @@
 // order, plus whatever must be looked up or done when it runs.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +59,9 @@ struct PreparedOp {
   // link.add: work that needs the new link's ifindex (the kernel ignores IFLA_IFALIAS when
   // creating a link, so aliases are set by a follow-up request).
   std::function<int(RunContext&, const LinkInfo& created, OpError*)> afterCreate;
+  // link.add of a veth whose peer name may be taken in the peer's netns: the same request with
+  // the peer's other name, sent once if the kernel answers EEXIST to the first.
+  std::optional<Request> ifExists;
   // Runs after all requests, e.g. keeping only the entries of one link.
   std::function<void(OpResult*)> filter;
 };

@@ -13,6 +13,7 @@ PreparedOp PrepareOp(Napi::Value value, const std::string& path) {
   if (name == "link.delGroup") return PrepareLinkDelGroup(f);
   if (name == "link.get") return PrepareLinkGet(f);
   if (name == "link.list") return PrepareLinkList(f);
+  if (name == "link.evict") return PrepareLinkEvict(f);
   if (name == "addr.add" || name == "addr.del") return PrepareAddr(f, name == "addr.add");
   if (name == "addr.list") return PrepareAddrList(f);
   if (name == "route.add") return PrepareRoute(f, "add");

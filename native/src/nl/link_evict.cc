@@ -1,0 +1,96 @@
+// link.evict: takes back a pod netns from the devices knit left in it, before new ones go in.
+// A detached sandbox's pod-end veth keeps its name and its addresses and routes (on a link
+// without carrier) until the reaper deletes the pair: Detach retires only the host end, since
+// the host netns cannot rename a device in another netns (docs/peer-retire.md). An attach into
+// the same netns first moves those leftovers aside, as Detach once did itself: down (which
+// takes their routes), renamed kxe<ifindex>, into the reap group. Only devices whose alias is
+// knit's tag are touched, and never the live interfaces of the sandbox that is attaching.
+#include <errno.h>
+#include <linux/if.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+
+#include "nl/families.h"
+
+#ifndef RTEXT_FILTER_SKIP_STATS
+#define RTEXT_FILTER_SKIP_STATS (1 << 3)
+#endif
+
+namespace knit::nl {
+
+namespace {
+
+constexpr uint16_t kAck = NLM_F_REQUEST | NLM_F_ACK;
+
+int SetDown(Socket& s, uint32_t index, std::string* extack) {
+  Builder b(RTM_NEWLINK, kAck);
+  ifinfomsg ifi{};
+  ifi.ifi_index = static_cast<int>(index);
+  ifi.ifi_change = IFF_UP;
+  b.Struct(&ifi, sizeof ifi);
+  return s.Transact(std::move(b.Bytes()), nullptr, extack);
+}
+
+}  // namespace
+
+PreparedOp PrepareLinkEvict(const Fields& f) {
+  const std::string prefix = f.Str("tagPrefix");
+  if (prefix.empty()) f.RangeFail("tagPrefix", "must not be empty: it is what makes a device knit's");
+  const std::string spare = f.Str("sparePrefix");
+  const std::string claim = f.Str("claim");
+  const uint32_t group = f.U32("group", 1, UINT32_MAX);
+  PreparedOp op;
+  op.name = "link.evict";
+  op.custom = [=](RunContext& ctx, OpResult* res, OpError* err) {
+    Builder dump(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP);
+    ifinfomsg gi{};
+    dump.Struct(&gi, sizeof gi);
+    dump.U32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+    std::vector<Message> replies;
+    int rc = ctx.socket->Transact(std::move(dump.Bytes()), &replies, &err->extack);
+    if (rc < 0) {
+      err->context = "list links";
+      return rc;
+    }
+    std::vector<uint32_t> leftovers;
+    for (const auto& m : replies) {
+      LinkInfo l;
+      if (!ParseLink(m, &l) || !l.alias || l.group == group) continue;  // not tagged, or already retired
+      const std::string& a = *l.alias;
+      bool knits = a.compare(0, prefix.size(), prefix) == 0;
+      bool live = !spare.empty() && a.compare(0, spare.size(), spare) == 0 && a != claim;
+      if (knits && !live) leftovers.push_back(l.index);
+    }
+    if (leftovers.empty()) {
+      res->skipped = true;
+      return 0;
+    }
+    // Names move: no index an earlier op of this batch looked up may be trusted now.
+    if (ctx.linkIndex) ctx.linkIndex->clear();
+    for (uint32_t index : leftovers) {
+      // A link must be down to be renamed, and the kernel renames before it applies flags: two
+      // requests. Named after its ifindex: unique in this netns while it waits for the reaper.
+      const std::string rename = "kxe" + std::to_string(index);
+      rc = SetDown(*ctx.socket, index, &err->extack);
+      if (rc == 0) {
+        Builder b(RTM_NEWLINK, kAck);
+        ifinfomsg ifi{};
+        ifi.ifi_index = static_cast<int>(index);
+        b.Struct(&ifi, sizeof ifi);
+        b.Str(IFLA_IFNAME, rename);
+        b.U32(IFLA_GROUP, group);
+        rc = ctx.socket->Transact(std::move(b.Bytes()), nullptr, &err->extack);
+      }
+      if (rc == -ENODEV) continue;  // gone meanwhile: nothing left to move
+      if (rc < 0) {
+        err->context = "move aside link " + std::to_string(index) + " (knit's, left by a detached sandbox) as " + rename;
+        return rc;
+      }
+      res->index = index;
+    }
+    return 0;
+  };
+  return op;
+}
+
+}  // namespace knit::nl
