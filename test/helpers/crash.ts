@@ -32,3 +32,36 @@ export async function assertNothingLeft(t: ExecutionContext, d: Daemon, id: stri
   t.true(s.networks.every((n: any) => n.pools.every((p: any) => Number(p.used) === 0)), `no address held (${when})`);
   t.is((await d.call('List', {})).sandboxes.length, 0, `no record (${when})`);
 }
+
+/**
+ * kill -9 before each inverse of a detach, in turn, until the failpoint lies past the last one
+ * (then the detach simply answers): how many inverse actions a plan has is the strategy's
+ * business (a step may retire in two actions, or have none). Each round starts from a fresh
+ * daemon with the sandbox attached by `attach`, and `check` runs after each repair (and after
+ * the detach that answered). Resolves with the daemon, stopped, and the number of crashes.
+ */
+export async function crashBeforeEachDetachInverse(
+  start: Daemon,
+  sandboxId: string,
+  attach: (d: Daemon) => Promise<void>,
+  check: (d: Daemon, when: string) => Promise<void>,
+): Promise<{ d: Daemon; crashes: number }> {
+  let d = start;
+  for (let n = 0; ; n++) {
+    d = await d.restart();
+    await attach(d);
+    await d.stop();
+    const armed = await d.restart({ KNIT_FAILPOINT: `detach:${n}` });
+    try {
+      d = await crashAndRestart(armed, () => armed.call('Detach', { sandbox_id: sandboxId }));
+    } catch (err) {
+      if (!/not killed at the failpoint \(it answered\)$/.test((err as Error).message)) throw err;
+      d = await armed.restart();
+      await check(d, `a detach with its failpoint past inverse ${n - 1}`);
+      await d.stop();
+      return { d, crashes: n };
+    }
+    await check(d, `crash before detach inverse ${n}`);
+    await d.stop();
+  }
+}

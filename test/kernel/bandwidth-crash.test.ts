@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, eventually, hostLinks, podFactory, runcAttachReq, type Daemon } from '../helpers/daemon.js';
-import { crashAndRestart, assertNothingLeft } from '../helpers/crash.js';
+import { crashAndRestart, crashBeforeEachDetachInverse, assertNothingLeft } from '../helpers/crash.js';
 import { ifbName } from '../../runtimes/common/bandwidth.js';
 
 const P = 'kbwc';
@@ -42,18 +42,18 @@ test.serial('kill -9 before each bandwidth step of an attach, and before each in
     await assertNoShaping(t, d, p.id, p.ns, `crash before attach step ${n}`);
     await d.stop();
   }
-  // The detach's inverses run in reverse: every inverse up to the veth's passes a bandwidth one.
-  const inverses = steps.length - bandwidth[0];
-  for (let n = 0; n <= inverses; n++) {
-    d = await d.restart();
-    await d.call('Attach', req(p.id, p.path));
-    t.true(hostLinks().some((l) => l.ifname === ifbName(p.id, 'eth0')));
-    await d.stop();
-    const armed = await d.restart({ KNIT_FAILPOINT: `detach:${n}` });
-    d = await crashAndRestart(armed, () => armed.call('Detach', { sandbox_id: p.id }));
-    await assertNoShaping(t, d, p.id, p.ns, `crash before detach inverse ${n}`);
-    await d.stop();
-  }
+  // The detach's inverses run in reverse: the bandwidth ones, then the veth's retire.
+  const { d: after, crashes } = await crashBeforeEachDetachInverse(
+    d,
+    p.id,
+    async (daemon) => {
+      await daemon.call('Attach', req(p.id, p.path));
+      t.true(hostLinks().some((l) => l.ifname === ifbName(p.id, 'eth0')));
+    },
+    (daemon, when) => assertNoShaping(t, daemon, p.id, p.ns, when),
+  );
+  d = after;
+  t.true(crashes > bandwidth.length, `a crash before each of the ${bandwidth.length} bandwidth inverses and the veth's (${crashes} crashes)`);
   d = await d.restart();
 });
 

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, podFactory, runcAttachReq, type Daemon } from '../helpers/daemon.js';
-import { crashAndRestart, assertNothingLeft } from '../helpers/crash.js';
+import { crashAndRestart, crashBeforeEachDetachInverse, assertNothingLeft } from '../helpers/crash.js';
 
 const P = 'hhpc';
 const opts = { prefix: P, subnet: '10.181.4.0/24', subnet6: 'fd00:181:4::/64' };
@@ -47,16 +47,18 @@ test.serial('kill -9 before each host-port step of an attach, and of a detach: t
     await d.stop();
   }
   // The detach's inverses: the host-port ones come first (they were the last steps).
-  for (let n = 0; n <= steps.length - first; n++) {
-    d = await d.restart();
-    await d.call('Attach', req(p.id, p.path));
-    t.is(tables().length, 1);
-    await d.stop();
-    const armed = await d.restart({ KNIT_FAILPOINT: `detach:${n}` });
-    d = await crashAndRestart(armed, () => armed.call('Detach', { sandbox_id: p.id }));
-    await assertNoHostPorts(t, d, p.id, p.ns, `crash before detach inverse ${n}`);
-    await d.stop();
-  }
+  const { d: after, crashes } = await crashBeforeEachDetachInverse(
+    d,
+    p.id,
+    async (daemon) => {
+      await daemon.call('Attach', req(p.id, p.path));
+      t.is(tables().length, 1);
+    },
+    (daemon, when) => assertNoHostPorts(t, daemon, p.id, p.ns, when),
+  );
+  d = after;
+  const inverses = steps.slice(first).filter((s: any) => s.undo).length;
+  t.true(crashes > inverses, `a crash before each of the ${inverses} host-port inverses and the veth's (${crashes} crashes)`);
   d = await d.restart();
 });
 
