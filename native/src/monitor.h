@@ -1,6 +1,6 @@
 // Watching a network namespace for link and address changes (rtnetlink multicast groups).
 //
-// A NETLINK_ROUTE socket reports the namespace it was created in, so a short-lived thread
+// A NETLINK_ROUTE socket reports the namespace it was created in, so a netns worker thread
 // creates it inside the target netns; after that a reader thread owned by the monitor
 // receives, parses and hands batches of events to a sink. Why a thread and not uv_poll on
 // the JS loop: Node-API gives no portable libuv headers (node-api-headers ships none), the

@@ -15,8 +15,9 @@ class Socket {
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
-  // Opens the socket on a short-lived thread inside the netns open at nsfd (-1: ours), so the
-  // socket belongs to that netns; asks for extended acks and strict dump filtering.
+  // Opens the socket on a netns worker thread (ns_thread.h) inside the netns open at nsfd
+  // (-1: ours), so the socket belongs to that netns; asks for extended acks and strict dump
+  // filtering.
   // Returns 0 or -errno.
   int Open(int nsfd);
   void Close();

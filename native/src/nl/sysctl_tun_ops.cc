@@ -1,5 +1,5 @@
 // Ops that are not netlink requests but still belong to the handle's netns: sysctl writes and
-// reads, and tun/tap creation. Both run on a short-lived thread inside the netns.
+// reads, and tun/tap creation. Both run on a netns worker thread (ns_thread.h) inside the netns.
 #include <errno.h>
 
 #include <cctype>
