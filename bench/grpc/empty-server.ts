@@ -11,7 +11,9 @@ if (!socket) {
   process.exit(2);
 }
 rmSync(socket, { force: true });
-const server = new grpc.Server(JSON.parse(process.argv[3] ?? '{}') as grpc.ServerOptions);
+// The same transport settings as knit's server (src/api/server.ts), so the empty call is the
+// transport knit pays; more options to try come as JSON.
+const server = new grpc.Server({ 'grpc.enable_channelz': 0, ...(JSON.parse(process.argv[3] ?? '{}') as grpc.ServerOptions) });
 server.addService(emptyService().service, {
   Call: (_call: grpc.ServerUnaryCall<object, object>, done: grpc.sendUnaryData<object>) => done(null, {}),
 });

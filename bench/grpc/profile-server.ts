@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     await server.stop(); // SIGTERM: the server exits and node writes the profile
     const file = readdirSync(scratch).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error(`the server wrote no profile in ${scratch}`);
-    const options = Object.keys(o.serverOptions).length ? JSON.stringify(o.serverOptions) : 'defaults';
+    const options = Object.keys(o.serverOptions).length ? `knit's, then ${JSON.stringify(o.serverOptions)}` : "knit's (src/api/server.ts)";
     console.log(`grpc-js server, ${o.client} client, server options ${options}: ${((toUs - fromUs) / o.calls / 1000).toFixed(3)} ms per call, client-observed`);
     console.log(formatSummary(summariseProfile(path.join(scratch, file), { fromUs, toUs }), o.calls));
   } finally {
