@@ -10,10 +10,6 @@
 #include "netns.h"
 #include "nl/families.h"
 
-#ifndef RTEXT_FILTER_SKIP_STATS
-#define RTEXT_FILTER_SKIP_STATS (1 << 3)
-#endif
-
 namespace knit::nl {
 
 namespace {

@@ -10,7 +10,15 @@
 #include "nl/op.h"
 #include "nl/results.h"
 
+// Older uapi headers lack it: a link dump that leaves out the statistics.
+#ifndef RTEXT_FILTER_SKIP_STATS
+#define RTEXT_FILTER_SKIP_STATS (1 << 3)
+#endif
+
 namespace knit::nl {
+
+// A change request whose outcome the kernel acknowledges.
+inline constexpr uint16_t kAck = NLM_F_REQUEST | NLM_F_ACK;
 
 // A request under construction plus the ifindex slots still to fill by name.
 class RequestBuilder {

@@ -14,15 +14,9 @@
 #include "netns.h"
 #include "nl/inet.h"
 
-#ifndef RTEXT_FILTER_SKIP_STATS
-#define RTEXT_FILTER_SKIP_STATS (1 << 3)
-#endif
-
 namespace knit::nl {
 
 namespace {
-
-constexpr uint16_t kAck = NLM_F_REQUEST | NLM_F_ACK;
 
 std::vector<uint8_t> Mac(const Fields& f, const char* key) {
   std::vector<uint8_t> mac;

@@ -12,15 +12,9 @@
 
 #include "nl/families.h"
 
-#ifndef RTEXT_FILTER_SKIP_STATS
-#define RTEXT_FILTER_SKIP_STATS (1 << 3)
-#endif
-
 namespace knit::nl {
 
 namespace {
-
-constexpr uint16_t kAck = NLM_F_REQUEST | NLM_F_ACK;
 
 int SetDown(Socket& s, uint32_t index, std::string* extack) {
   Builder b(RTM_NEWLINK, kAck);
