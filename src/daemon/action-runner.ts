@@ -40,7 +40,7 @@ export class DaemonActionRunner {
   }
 
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
-    return runHostAction(netns, action, this.cni);
+    return runHostAction(netns, action, (ns, ops) => this.runOps(ns, ops), this.cni);
   }
 
   netnsUsable(netns: string, expect?: NetnsId): boolean {

@@ -6,8 +6,7 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import type { ConntrackFlushAction, HostAction, LocalnetRestoreAction, OpResult } from '../base/ops.js';
 import { removeOwnedFile, writeOwnedFile } from './owned-files.js';
-import { defaultDeviceEnv, runDeviceAction } from '../devices/actions.js';
-import { withHandle } from '../net/handle.js';
+import { defaultDeviceEnv, runDeviceAction, type DeviceActionEnv } from '../devices/actions.js';
 import { runCniAction, type CniHooks } from '../cni-exec/action.js';
 import { isOwnHostPortTable } from '../base/names.js';
 
@@ -67,7 +66,9 @@ async function restoreLocalnet(a: LocalnetRestoreAction): Promise<void> {
   }
 }
 
-export async function runHostAction(netns: string | undefined, a: HostAction, cni?: CniHooks): Promise<OpResult | void> {
+/** runOps: the netlink batches a device action sends, through the caller's sockets (the
+ * daemon's host sockets, a pod netns socket per batch). */
+export async function runHostAction(netns: string | undefined, a: HostAction, runOps: DeviceActionEnv['runOps'], cni?: CniHooks): Promise<OpResult | void> {
   switch (a.op) {
     case 'cni.add':
     case 'cni.del':
@@ -93,7 +94,7 @@ export async function runHostAction(netns: string | undefined, a: HostAction, cn
       return removeOwnedFile(a);
     default:
       // SR-IOV / VFIO / RDMA device actions (src/devices/actions.ts).
-      return runDeviceAction(netns, a, defaultDeviceEnv((ns, ops) => withHandle(ns, (h) => h.run(ops))));
+      return runDeviceAction(netns, a, defaultDeviceEnv(runOps));
   }
 }
 

@@ -141,16 +141,6 @@ export class NetHandle {
   }
 }
 
-/** Opens a handle, gives it to fn, and closes it afterwards whatever happens. */
-export async function withHandle<T>(netns: string | undefined, fn: (h: NetHandle) => Promise<T> | T): Promise<T> {
-  const h = NetHandle.open(netns);
-  try {
-    return await fn(h);
-  } finally {
-    h.close();
-  }
-}
-
 /** Runs one batch in the netns at netnsPath with a socket of its own, as NetHandle.open + run +
  * close would, and answers the same (KernelError with index and completed; ENOENT or EINVAL
  * for a bad netns path). Opening the netns and the socket, the batch and closing both happen

@@ -62,7 +62,7 @@ class Node {
         try {
           // Device actions get the simulated sysfs; everything else runs as in the daemon.
           if (DEVICE_ACTION_OPS.has(a.op)) return await runDeviceAction(ns, a as DeviceAction, deviceEnv);
-          return await runHostAction(ns, a);
+          return await runHostAction(ns, a, deviceEnv.runOps);
         } catch (err) {
           if (err instanceof SimulatedCrash) this.dead = true;
           throw err;
