@@ -74,7 +74,7 @@ export async function addChain(list: Conflist, rt: ChainRuntime, env: ChainEnv):
     });
     throw err;
   }
-  await writeCache(env.cacheDir, {
+  writeCache(env.cacheDir, {
     kind: 'cniCacheV1', containerId: rt.containerId, config: Buffer.from(list.bytes).toString('base64'), ifName: rt.ifName, networkName: list.name,
     netns: rt.netns, cniArgs: rt.args, capabilityArgs: rt.capabilityArgs, result,
   });
@@ -84,7 +84,7 @@ export async function addChain(list: Conflist, rt: ChainRuntime, env: ChainEnv):
 /** DEL in reverse order, each plugin given the cached result (none when ADD never finished);
  * every plugin is tried; the cache entry goes once all succeeded. */
 export async function delChain(list: Conflist, rt: ChainRuntime, env: ChainEnv): Promise<void> {
-  const cached = compareVersions(list.cniVersion, '0.4.0') >= 0 ? (await readCache(env.cacheDir, key(list, rt)))?.result : undefined;
+  const cached = compareVersions(list.cniVersion, '0.4.0') >= 0 ? readCache(env.cacheDir, key(list, rt))?.result : undefined;
   const errors: string[] = [];
   for (const plugin of [...list.plugins].reverse()) {
     try {
@@ -94,14 +94,14 @@ export async function delChain(list: Conflist, rt: ChainRuntime, env: ChainEnv):
     }
   }
   if (errors.length) throw new Error(errors.join('; '));
-  await removeCache(env.cacheDir, key(list, rt));
+  removeCache(env.cacheDir, key(list, rt));
 }
 
 /** CHECK with the cached result; libcni refuses it below 0.4.0 and skips it with disableCheck. */
 export async function checkChain(list: Conflist, rt: ChainRuntime, env: ChainEnv): Promise<string[]> {
   if (compareVersions(list.cniVersion, '0.4.0') < 0) return [`CNI CHECK is not defined for cniVersion ${list.cniVersion}`];
   if (list.disableCheck) return [];
-  const cached = await readCache(env.cacheDir, key(list, rt));
+  const cached = readCache(env.cacheDir, key(list, rt));
   if (!cached?.result) return [`no cached CNI result for ${list.name}/${rt.containerId}/${rt.ifName}`];
   const problems: string[] = [];
   for (const plugin of list.plugins) {

@@ -125,10 +125,30 @@ export function identifyNetns(file: string, opts: { rejectHost?: boolean } = {})
   } catch (err) {
     throw wrap(err, file);
   }
-  if (opts.rejectHost && isHostNetns(file)) {
+  if (opts.rejectHost && hostNetnsIds().some((host) => sameNetns(host, id))) {
     throw new NetnsError(`${file} is the host's network namespace, not a sandbox's`, 'host-netns', file, 'EINVAL');
   }
   return id;
+}
+
+/** pid 1's netns (the host's; in a container, its root) and the daemon's own, identified once:
+ * neither changes while the daemon runs (its threads never setns for good), so an attach need
+ * not open and stat them again (isHostNetns's work, some 30 µs per call here). A /proc/1 that
+ * cannot be read leaves only the daemon's own. */
+let hostIds: NetnsId[] | undefined;
+function hostNetnsIds(): NetnsId[] {
+  if (!hostIds) {
+    const ids: NetnsId[] = [];
+    for (const ref of ['/proc/1/ns/net', '/proc/self/ns/net']) {
+      try {
+        ids.push(native.netnsIdentify(ref) as NetnsId);
+      } catch {
+        // unreadable: not a host netns knit can be handed
+      }
+    }
+    hostIds = ids;
+  }
+  return hostIds;
 }
 
 /** Same inode, and the same namespace id where both have one (an inode can be a newer namespace's). */
