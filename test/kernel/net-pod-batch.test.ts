@@ -34,12 +34,15 @@ test('a pod netns knit worked in dies when deleted: its veth end in another netn
     ]),
   );
   const h = NetHandle.open(pod.path);
+  // On the JS thread while the pool batches run: it may read the sysctl before or after them.
   const quick = h.runSync([{ op: 'sysctl.get', key: 'net.ipv4.ip_forward' }, { op: 'link.list' }]);
-  h.close();
   const results = await Promise.all(batches);
+  const after = h.runSync([{ op: 'sysctl.get', key: 'net.ipv4.ip_forward' }]);
+  h.close();
   t.is(results.length, 8);
   for (const r of results) t.is(r[3].link.index, link(pod.name, `${p}x`).ifindex);
-  t.is(quick[0].value, '1');
+  t.true(['0', '1'].includes(quick[0].value), 'the concurrent read answered');
+  t.is(after[0].value, '1', 'the pool batches set it in the pod netns');
   t.is(link(pod.name, `${p}t7`)?.linkinfo?.info_data?.type, 'tap');
   t.truthy(link(host.name, `${p}h`), 'the host end is there while the pod netns lives');
 
@@ -83,4 +86,51 @@ test('runInNetns answers as open + run + close would: results, failing op, bad p
     { instanceOf: TypeError, message: /^ops\[1\]\.peer: expected object/ },
   );
   t.is(link(ns.name, `${p}b1`), undefined, 'nothing was sent');
+});
+
+test('runThen: a batch on a handle, then one in a pod netns, in one call; fails as one batch of both lists', async (t) => {
+  const p = uniquePrefix('knpt');
+  const hostNs = makeNetns(t, p, 'h'); // stands in for the host: the test touches no real host link
+  const pod = makeNetns(t, p, 'x');
+  const h = NetHandle.open(hostNs.path);
+  t.teardown(() => h.close());
+
+  const results = await h.runThen([{ op: 'link.add', kind: 'bridge', name: `${p}b` }], pod.path, [
+    { op: 'link.add', kind: 'bridge', name: `${p}c` },
+    { op: 'link.set', link: `${p}c`, up: true },
+  ]);
+  t.is(results.length, 3);
+  t.is(results[0].index, link(hostNs.name, `${p}b`).ifindex, 'the first list ran in the handle netns (ip link)');
+  t.is(results[1].index, link(pod.name, `${p}c`).ifindex, 'the second in the pod netns (ip link)');
+  t.true(link(pod.name, `${p}c`).flags.includes('UP'));
+  t.is(link(hostNs.name, `${p}c`), undefined);
+
+  // A failure in the second list: its index counts from the first list's first op, the message
+  // names the pod's netns, and every result before it is there.
+  const late = await t.throwsAsync(
+    h.runThen([{ op: 'link.add', kind: 'bridge', name: `${p}d` }], pod.path, [{ op: 'link.add', kind: 'bridge', name: `${p}e` }, { op: 'link.del', link: `${p}gone` }]),
+    { instanceOf: KernelError },
+  );
+  t.is(late!.index, 2);
+  t.is(late!.netns, pod.path);
+  t.is(late!.message, `ENODEV deleting link ${p}gone: no such link in netns ${pod.path}`);
+  t.is(late!.completed.length, 2);
+  t.truthy(link(hostNs.name, `${p}d`));
+  t.truthy(link(pod.name, `${p}e`));
+
+  // A failure in the first list: the second never runs.
+  const early = await t.throwsAsync(h.runThen([{ op: 'link.del', link: `${p}gone` }], pod.path, [{ op: 'link.add', kind: 'bridge', name: `${p}f` }]), {
+    instanceOf: KernelError,
+  });
+  t.is(early!.index, 0);
+  t.is(early!.netns, hostNs.path);
+  t.is(link(pod.name, `${p}f`), undefined, 'nothing of the second list ran (ip link)');
+
+  // A pod netns that cannot be entered fails at the second list's first op, after the first list.
+  const missing = await t.throwsAsync(h.runThen([{ op: 'link.add', kind: 'bridge', name: `${p}g` }], `/run/netns/${p}missing`, [{ op: 'link.list' }]), {
+    instanceOf: KernelError,
+  });
+  t.is(missing!.code, 'ENOENT');
+  t.is(missing!.index, 1);
+  t.truthy(link(hostNs.name, `${p}g`));
 });
