@@ -3,18 +3,19 @@
 // straight inside the sandbox netns with its final name, MAC and MTU in the same request (or
 // under a name of its own while a leftover holds the final one; see claimPodName).
 //
-// Detach retires only the host end (one host batch, nothing opened in the pod netns): down and
-// off the bridge, it makes the pair inert, and the reaper's delete of it takes the pod end
-// along. Until then the pod end keeps its name, addresses and routes (without carrier), so an
+// Detach retires only the host end (one request in one host batch, nothing opened in the pod
+// netns): down, off the bridge and into the reap group under its own name (parkLink), it makes
+// the pair inert, and the reaper's delete of it takes the pod end along. A new create of that
+// name moves the parked end aside first (reclaimParked). Until then the pod end keeps its name, addresses and routes (without carrier), so an
 // attach into the same netns first moves such leftovers aside (link.evict, devices knit tagged
 // only). The host netns cannot rename the pod end itself: on RTM_SETLINK the kernel finds the
 // device by ifindex in the socket's own netns and reads IFLA_TARGET_NETNSID as "move it
 // there", so a peer index sent from the host would name, and move, an unrelated host device
 // (docs/peer-retire.md). What Detach acts on is knit's own tagged host end, found by its name.
-import { retireLink } from '../../src/net/retire.js';
+import { parkLink } from '../../src/net/retire.js';
 import type { Step } from '../../src/base/plan.js';
 import type { ResultRoute } from '../../src/base/types.js';
-import { aliasTag, hostIfName, podMac, reapGroup } from '../../src/base/names.js';
+import { aliasTag, hostIfName, podMac, reapGroup, sandboxTagPrefix } from '../../src/base/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../../src/base/strategy.js';
 import { interfaceIndex } from './binding-options.js';
 import { planBandwidth } from './bandwidth.js';
@@ -52,12 +53,15 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
       do: {
         op: 'link.add', kind: 'veth', name: veth.hostName, alias: tag, mtu: veth.mtu, up: true,
         ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge! }),
+        // A Detach of this same sandbox interface may have parked its host end under this name
+        // moments ago (parkLink): taken back only if the create meets it.
+        reclaimParked: { group: reapGroup(), tagPrefix: sandboxTagPrefix() },
         // The pod end's alias is set with its "up" below, in the pod netns batch: here it would
         // cost a second netlink socket opened inside the netns.
         peer: { name: veth.podName, mac: veth.mac, mtu: veth.mtu, netns: ns, nameIfTaken: otherName },
       },
       undo: { op: 'link.del', link: veth.hostName },
-      retire: retireLink(veth.hostName),
+      retire: parkLink(veth.hostName),
     },
   ];
   // Host-side steps first, then the sandbox's: consecutive steps in one netns go to the kernel
@@ -180,7 +184,7 @@ export function claimPodName(ns: string, sandboxId: string, otherName: string, p
       netns: ns,
       do: {
         op: 'link.evict',
-        tagPrefix: aliasTag('', '').slice(0, -';if='.length), // "<instance>:sandbox="
+        tagPrefix: sandboxTagPrefix(),
         sparePrefix: aliasTag(sandboxId, '').slice(0, -'if='.length), // "<instance>:sandbox=<id>;"
         claim: tag,
         group: reapGroup(),

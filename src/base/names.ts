@@ -32,9 +32,14 @@ export function hostIfName(sandboxId: string, ifname: string, role = ''): string
   return `kn${role}${digest(sandboxId, ifname, role).slice(0, 12 - 2 - role.length)}`;
 }
 
+/** What every sandbox device's alias of this knit starts with ("<instance>:sandbox="). */
+export function sandboxTagPrefix(): string {
+  return `${aliasPrefix()}sandbox=`;
+}
+
 /** IFLA_IFALIAS value: who owns the device, readable by a human running `ip -d link`. */
 export function aliasTag(sandboxId: string, ifname: string): string {
-  return `${aliasPrefix()}sandbox=${sandboxId.slice(0, 200)};if=${ifname}`;
+  return `${sandboxTagPrefix()}${sandboxId.slice(0, 200)};if=${ifname}`;
 }
 
 export function networkAliasTag(network: string): string {

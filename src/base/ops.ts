@@ -24,6 +24,10 @@ interface LinkCommon {
   master?: LinkRef;
   up?: boolean;
   txqlen?: number;
+  /** When `name` is held by a device this knit parked for the reaper (in `group`, down, its
+   * alias starting with `tagPrefix`: a host end Detach retired under its own name), that device
+   * is renamed aside and the create sent again. Anything else holding the name is EEXIST. */
+  reclaimParked?: { group: number; tagPrefix: string };
 }
 
 export interface VethPeer {

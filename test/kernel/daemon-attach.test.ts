@@ -1,8 +1,9 @@
 // The daemon end to end over gRPC, runc strategy, bridge mode: what a kubelet or runtime sees,
 // checked against what `ip` sees.
 import test from 'ava';
+import { execFileSync } from 'node:child_process';
 import { status } from '@grpc/grpc-js';
-import { reapGroup, setInstance } from '../../src/base/names.js';
+import { hostIfName, reapGroup, setInstance } from '../../src/base/names.js';
 import {
   startDaemon, cleanupDaemon, removeNetns, ipJson, pingFrom, eventually, hostLinks, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
@@ -168,9 +169,10 @@ test.serial('a new sandbox can attach into a netns the moment the previous one d
   await d!.call('Attach', attachReq(p.id, p.path));
   const hostName = hostLinks().find((l) => l.ifalias?.includes(`sandbox=${p.id};`))!.ifname;
   await d!.call('Detach', { sandbox_id: p.id });
-  // Detach answered once the host end was inert: down and off the bridge (unless already reaped).
+  // Detach answered once the host end was inert: down, off the bridge, parked in the reap group
+  // under its own name (unless already reaped).
   const host: any = hostLinks().find((l) => l.ifalias?.includes(`sandbox=${p.id};`));
-  if (host) t.true(!host.flags.includes('UP') && host.ifname !== hostName && !host.master, JSON.stringify(host));
+  if (host) t.true(!host.flags.includes('UP') && host.ifname === hostName && !host.master && host.group !== 'default', JSON.stringify(host));
   // No waiting for the reaper: the next attach takes eth0 from the old pair if it is still there.
   const { result } = await d!.call('Attach', attachReq(`${P}-sb9b`, p.path));
   t.is(result.interfaces.find((i: any) => i.sandbox).name, 'eth0');
@@ -212,6 +214,51 @@ test.serial("what detached sandboxes left for the reaper is moved aside by the n
   t.deepEqual(ipJson(['route', 'show', 'default'], p.ns).map((r: any) => r.dev), ['eth0']);
   t.true(pingFrom(p.ns, '10.231.1.1'));
   await d!.call('Detach', { sandbox_id: p.id });
+});
+
+test.serial("a host end Detach parked under its own name is moved aside by the next attach that wants the name; one that is not parked is not", async (t) => {
+  // Detach parks the host end (down, off the bridge, in the reap group) under its own name until
+  // the reaper deletes it. The same sandbox attached again before that wants the same name.
+  // Made by hand here so that no reaper can take it first.
+  setInstance(`knit-${P}`);
+  const p = pod(12);
+  const name = hostIfName(p.id, 'eth0');
+  const peer = `${P}h12`;
+  t.teardown(() => execFileSync('ip', ['link', 'del', peer], { stdio: 'ignore' }));
+  execFileSync('ip', ['link', 'add', name, 'type', 'veth', 'peer', 'name', peer]);
+  execFileSync('ip', ['link', 'set', name, 'alias', `knit-${P}:sandbox=${p.id};if=eth0`, 'group', String(reapGroup())]);
+  const parked = hostLinks().find((l) => l.ifname === name)!;
+
+  const { result } = await d!.call('Attach', attachReq(p.id, p.path));
+  const host = hostLinks().find((l) => l.ifname === name)!;
+  t.not(host.ifindex, parked.ifindex, 'the name is the new host end');
+  t.is(host.master, `${P}br`);
+  t.is(host.group, 'default');
+  const old = hostLinks().find((l) => l.ifindex === parked.ifindex);
+  if (old) t.is(old.ifname, `kxr${parked.ifindex}`, 'the parked one is renamed out of the way (or already reaped)');
+  t.is(result.interfaces.find((i: any) => !i.sandbox).name, name);
+  t.true(pingFrom(p.ns, '10.231.1.1'));
+
+  // Detach parks it again, under its own name, and answers; then the reaper deletes the pair.
+  await d!.call('Detach', { sandbox_id: p.id });
+  const after = hostLinks().find((l) => l.ifindex === host.ifindex);
+  if (after) {
+    t.is(after.ifname, name, 'parked under its own name');
+    t.false(after.flags.includes('UP'));
+    t.is(after.master, undefined);
+    t.is(after.group, String(reapGroup()));
+  }
+  await eventually(() => !hostLinks().some((l) => l.ifindex === host.ifindex), 'the parked host end reaped');
+
+  // Up, or outside the reap group: in use, not parked. The attach is ALREADY_EXISTS and the
+  // device is left as it was.
+  execFileSync('ip', ['link', 'add', name, 'type', 'veth', 'peer', 'name', peer]);
+  execFileSync('ip', ['link', 'set', name, 'alias', `knit-${P}:sandbox=${p.id};if=eth0`, 'up']);
+  const taken = await t.throwsAsync(d!.call('Attach', attachReq(p.id, p.path)));
+  t.is((taken as any).code, status.ALREADY_EXISTS);
+  const kept = hostLinks().find((l) => l.ifname === name)!;
+  t.true(kept.flags.includes('UP'), 'left as it was (ip link)');
+  t.is(kept.group, 'default');
 });
 
 test.serial('a second sandbox in a netns that is already attached is refused naming netns_path; after detach it is free', async (t) => {

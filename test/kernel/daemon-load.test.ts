@@ -91,9 +91,11 @@ const malformed: [string, (ns: string) => object, RegExp][] = [
 test.serial('malformed requests are INVALID_ARGUMENT naming the field, and change nothing', async (t) => {
   const [p] = pods(1, 'm');
   // Other test files run concurrently: look only at this daemon's objects.
-  const mine = () => hostLinks().filter((l) => l.ifalias?.startsWith(`knit-${P}:sandbox=`)).map((l) => l.ifname).sort();
-  // Devices retired by the previous test's detaches wait for the reaper: let it finish first.
-  await eventually(() => !mine().some((n) => n.startsWith('kx')), 'retired devices reaped');
+  const tagged = () => hostLinks().filter((l) => l.ifalias?.startsWith(`knit-${P}:sandbox=`));
+  const mine = () => tagged().map((l) => l.ifname).sort();
+  // Devices retired by the previous test's detaches wait in the reap group (ip -d link shows
+  // its number) for the reaper: let it finish first.
+  await eventually(() => !tagged().some((l) => l.group !== 'default'), 'retired devices reaped');
   const linksBefore = mine();
   const poolsBefore = (await d!.call('NodeStatus', {})).networks;
   for (const [what, make, field] of malformed) {

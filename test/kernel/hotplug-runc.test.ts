@@ -108,9 +108,14 @@ test.serial('AddInterface plugs net1 on a second network into a running pod; Rem
   await pinged;
   t.regex(out, / 0% packet loss/, 'eth0 traffic during the removal');
 
-  // net1's host end is renamed out of the way and down at once (the pair is inert); the reaper
-  // deletes the pair, pod end included, soon after.
-  t.false(hostLinks().some((l) => l.ifname === hostEnd), 'the host end is renamed at once');
+  // net1's host end is parked at once: down, off the bridge, in the reap group, under its own
+  // name (the pair is inert); the reaper deletes the pair, pod end included, soon after.
+  const parked = hostLinks().find((l) => l.ifname === hostEnd);
+  if (parked) {
+    t.false(parked.flags.includes('UP'), 'the host end is down at once (ip link)');
+    t.is(parked.master, undefined, 'and off the bridge');
+    t.not(parked.group, 'default', 'and in the reap group');
+  }
   await eventually(() => !hostLinks().some((l) => l.ifname === hostEnd), 'net1 host end reaped');
   t.deepEqual(ipJson(['link', 'show'], a.ns).map((l: any) => l.ifname).sort(), ['eth0', 'lo']);
   t.is(routeTo(peerIp), 'eth0', 'network B is no longer on-link');

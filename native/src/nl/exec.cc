@@ -12,8 +12,6 @@
 
 namespace knit::nl {
 
-namespace {
-
 // One link by name (RTM_GETLINK with IFLA_IFNAME: the kernel looks it up, no dump).
 int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string* extack) {
   Builder b(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK);
@@ -28,6 +26,8 @@ int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string
     if (ParseLink(m, out)) return 0;
   return -ENODEV;
 }
+
+namespace {
 
 // The ifindex an earlier op of this batch looked up for name, if nothing since may have
 // renamed, moved or deleted a link.
@@ -173,6 +173,20 @@ int RunOp(RunContext& ctx, PreparedOp& op, OpResult* res, OpError* err) {
       if (rc < 0) err->context = op.name;
     }
     for (int fd : fds) close(fd);
+    if (rc == -EEXIST && r == 0 && op.reclaimName) {
+      auto reclaim = std::move(op.reclaimName);
+      op.reclaimName = nullptr;
+      OpError why;
+      int freed = reclaim(ctx, &why);
+      if (freed < 0) {
+        *err = why;
+        return freed;
+      }
+      if (freed > 0) {
+        *err = OpError{};
+        continue;  // the same request again, under the name now free
+      }
+    }
     if (rc == -EEXIST && r == 0 && op.ifExists) {
       // Once, with the other name: the fallback request replaces the first.
       op.requests[0] = std::move(*op.ifExists);

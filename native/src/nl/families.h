@@ -47,6 +47,10 @@ PreparedOp PrepareLinkDelGroup(const Fields& f);
 PreparedOp PrepareLinkGet(const Fields& f);
 PreparedOp PrepareLinkList(const Fields& f);
 PreparedOp PrepareLinkEvict(const Fields& f);  // link_evict.cc
+// The link called `name` in ctx's netns, when it is knit's and parked for the reaper (in
+// `group`, down, its alias starting with tagPrefix), is renamed out of the way: 1 when the name
+// is free now, 0 when it was not parked (or not there), or -errno.
+int ReclaimParkedName(RunContext& ctx, const std::string& name, uint32_t group, const std::string& tagPrefix, OpError* err);
 PreparedOp PrepareAddr(const Fields& f, bool add);
 PreparedOp PrepareAddrList(const Fields& f);
 PreparedOp PrepareRoute(const Fields& f, const std::string& verb);
@@ -66,6 +70,8 @@ PreparedOp PrepareTunOpen(const Fields& f);
 
 // Reply parsers; each returns false for a message of another type.
 bool ParseLink(const Message& m, LinkInfo* out);
+// One link by name (RTM_GETLINK with IFLA_IFNAME, no dump): 0, or -ENODEV when there is none.
+int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string* extack);  // exec.cc
 // tbf's TCA_OPTIONS in a qdisc dump: its rate (bytes/s) and queue limit (bytes).
 void ParseTbfOptions(const Attr& options, QdiscInfo* out);
 bool ParseAddr(const Message& m, AddrInfo* out);

@@ -186,6 +186,16 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
   // then the peer is made under its other name, and the pod netns batch moves the old one aside
   // and renames the new one (runtimes/common/pod-veth.ts).
   if (kind == "veth" && f.Obj("peer").Has("nameIfTaken")) op.ifExists = LinkAddRequest(f, kind, "nameIfTaken");
+  // The name itself may be held by a host end that Detach parked under it (retire keeps it:
+  // src/net/retire.ts); taking it back costs nothing unless the create meets EEXIST.
+  if (f.Has("reclaimParked")) {
+    Fields parked = f.Obj("reclaimParked");
+    const std::string prefix = parked.Str("tagPrefix");
+    if (prefix.empty()) parked.RangeFail("tagPrefix", "must not be empty: it is what makes a device knit's");
+    const uint32_t group = parked.U32("group", 1, UINT32_MAX);
+    const std::string name = f.Str("name");
+    op.reclaimName = [name, group, prefix](RunContext& ctx, OpError* err) { return ReclaimParkedName(ctx, name, group, prefix, err); };
+  }
 
   std::optional<std::string> alias, peerAlias, peerNetns;
   if (f.Has("alias")) alias = AliasField(f, "alias");

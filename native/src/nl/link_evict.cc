@@ -1,4 +1,7 @@
 // link.evict: takes back a pod netns from the devices knit left in it, before new ones go in.
+// ReclaimParkedName (below) does the same for one name: a host end Detach parked under its own
+// name (down, off the bridge, in the reap group), when a new link wants that name before the
+// reaper has deleted it.
 // A detached sandbox's pod-end veth keeps its name and its addresses and routes (on a link
 // without carrier) until the reaper deletes the pair: Detach retires only the host end, since
 // the host netns cannot rename a device in another netns (docs/peer-retire.md). An attach into
@@ -26,6 +29,32 @@ int SetDown(Socket& s, uint32_t index, std::string* extack) {
 }
 
 }  // namespace
+
+int ReclaimParkedName(RunContext& ctx, const std::string& name, uint32_t group, const std::string& tagPrefix, OpError* err) {
+  LinkInfo l;
+  int rc = GetLinkByName(*ctx.socket, name, &l, &err->extack);
+  if (rc == -ENODEV) return 0;  // the name is free: what was taken is another one (a veth's peer)
+  if (rc < 0) {
+    err->context = "look up link " + name + " (its name is taken)";
+    return rc;
+  }
+  bool parked = l.group == group && !l.up && l.alias && l.alias->compare(0, tagPrefix.size(), tagPrefix) == 0;
+  if (!parked) return 0;  // someone else's, or knit's and in use: the create fails with EEXIST
+  if (ctx.linkIndex) ctx.linkIndex->clear();
+  const std::string rename = "kxr" + std::to_string(l.index);
+  Builder b(RTM_NEWLINK, kAck);
+  ifinfomsg ifi{};
+  ifi.ifi_index = static_cast<int>(l.index);
+  b.Struct(&ifi, sizeof ifi);
+  b.Str(IFLA_IFNAME, rename);
+  rc = ctx.socket->Transact(std::move(b.Bytes()), nullptr, &err->extack);
+  if (rc == -ENODEV) return 1;  // the reaper took it meanwhile: the name is free all the same
+  if (rc < 0) {
+    err->context = "move aside link " + name + " (knit's, parked for the reaper) as " + rename;
+    return rc;
+  }
+  return 1;
+}
 
 PreparedOp PrepareLinkEvict(const Fields& f) {
   const std::string prefix = f.Str("tagPrefix");

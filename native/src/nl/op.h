@@ -59,6 +59,9 @@ struct PreparedOp {
   // link.add: work that needs the new link's ifindex (the kernel ignores IFLA_IFALIAS when
   // creating a link, so aliases are set by a follow-up request).
   std::function<int(RunContext&, const LinkInfo& created, OpError*)> afterCreate;
+  // link.add whose own name may be held by a device knit parked for the reaper (Detach keeps a
+  // host end's name): on EEXIST that device is renamed aside once and the request sent again.
+  std::function<int(RunContext&, OpError*)> reclaimName;
   // link.add of a veth whose peer name may be taken in the peer's netns: the same request with
   // the peer's other name, sent once if the kernel answers EEXIST to the first.
   std::optional<Request> ifExists;
