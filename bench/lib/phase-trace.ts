@@ -58,7 +58,6 @@ wrapCall('detach');
 wrap(RecordStore.prototype, 'put', () => 'record write');
 wrap(RecordStore.prototype, 'remove', () => 'record removal');
 wrap(DaemonActionRunner.prototype, 'runOps', (args) => (args[0] === undefined ? 'host netns batch' : 'pod netns batch'));
-wrap(DaemonActionRunner.prototype, 'runOpsThen', () => 'host then pod netns batch (one pool hop)');
 wrap(DaemonActionRunner.prototype, 'netnsUsable', () => 'netns identity check');
 
 // The gRPC handler as grpc-js calls it: decode → validation → core → wire encode → callback.

@@ -52,13 +52,20 @@ int OpenSocket(const std::string& path, nl::Socket* socket, int* nsfd, OpError* 
   return rc;
 }
 
-// What every batch worker shares: the promise, the results so far, and how it settles (a
-// rejection carries the failing op's index and the results before it).
-class BatchWorker : public Napi::AsyncWorker {
+class RunWorker : public Napi::AsyncWorker {
  public:
-  BatchWorker(Napi::Env env, const char* name) : Napi::AsyncWorker(env, name), deferred_(Napi::Promise::Deferred::New(env)) {}
+  RunWorker(Napi::Object self, Handle* handle, std::vector<nl::PreparedOp> ops)
+      : Napi::AsyncWorker(self.Env(), "knit.netlink.run"),
+        self_(Napi::Persistent(self)),
+        handle_(handle),
+        ops_(std::move(ops)),
+        deferred_(Napi::Promise::Deferred::New(self.Env())) {}
 
   Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    rc_ = handle_->WithContext(&err_, [&](nl::RunContext& ctx) { return nl::RunBatch(ctx, ops_, &results_, &err_); });
+  }
 
   void OnOK() override {
     Napi::Env env = Env();
@@ -66,35 +73,28 @@ class BatchWorker : public Napi::AsyncWorker {
     else deferred_.Resolve(nl::ToJs(env, results_));
   }
 
- protected:
+ private:
+  Napi::ObjectReference self_;  // keeps the handle (and its socket) alive while we run
+  Handle* handle_;
+  std::vector<nl::PreparedOp> ops_;
   Napi::Promise::Deferred deferred_;
   std::vector<nl::OpResult> results_;
   OpError err_;
   int rc_ = 0;
 };
 
-class RunWorker : public BatchWorker {
- public:
-  RunWorker(Napi::Object self, Handle* handle, std::vector<nl::PreparedOp> ops)
-      : BatchWorker(self.Env(), "knit.netlink.run"), self_(Napi::Persistent(self)), handle_(handle), ops_(std::move(ops)) {}
-
-  void Execute() override {
-    rc_ = handle_->WithContext(&err_, [&](nl::RunContext& ctx) { return nl::RunBatch(ctx, ops_, &results_, &err_); });
-  }
-
- private:
-  Napi::ObjectReference self_;  // keeps the handle (and its socket) alive while we run
-  Handle* handle_;
-  std::vector<nl::PreparedOp> ops_;
-};
-
 // Handle.runIn: one batch in another netns with no handle for JS to hold. The netns file,
 // the socket and the batch all happen here on the pool thread, and both are closed before
 // the promise settles, so nothing of the netns outlives the batch.
-class RunInWorker : public BatchWorker {
+class RunInWorker : public Napi::AsyncWorker {
  public:
   RunInWorker(Napi::Env env, std::string netns, std::vector<nl::PreparedOp> ops)
-      : BatchWorker(env, "knit.netlink.runIn"), netns_(std::move(netns)), ops_(std::move(ops)) {}
+      : Napi::AsyncWorker(env, "knit.netlink.runIn"),
+        netns_(std::move(netns)),
+        ops_(std::move(ops)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+
+  Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
     nl::Socket socket;
@@ -107,51 +107,19 @@ class RunInWorker : public BatchWorker {
     if (nsfd >= 0) close(nsfd);
   }
 
- private:
-  std::string netns_;
-  std::vector<nl::PreparedOp> ops_;
-};
-
-// Handle.runThen: a batch on this handle, then one in another netns (runIn's way), in a single
-// pool hop: an attach's host batch (the veth, its peer created in the pod's netns) and its pod
-// batch (address, up, routes) no longer return to the JS thread between the two. Said to JS as
-// one batch of both op lists: a failure's index counts from the first host op, and `completed`
-// holds every result before it.
-class RunThenWorker : public BatchWorker {
- public:
-  RunThenWorker(Napi::Object self, Handle* handle, std::vector<nl::PreparedOp> first, std::string netns, std::vector<nl::PreparedOp> then)
-      : BatchWorker(self.Env(), "knit.netlink.runThen"),
-        self_(Napi::Persistent(self)),
-        handle_(handle),
-        first_(std::move(first)),
-        netns_(std::move(netns)),
-        then_(std::move(then)) {}
-
-  void Execute() override {
-    rc_ = handle_->WithContext(&err_, [&](nl::RunContext& ctx) { return nl::RunBatch(ctx, first_, &results_, &err_); });
-    if (rc_ < 0) return;
-    nl::Socket socket;
-    int nsfd = -1;
-    std::vector<nl::OpResult> more;
-    rc_ = OpenSocket(netns_, &socket, &nsfd, &err_);
-    if (rc_ < 0) {
-      err_.index = 0;  // the netns could not be entered: no op of the second list ran
-    } else {
-      nl::RunContext ctx{&socket, nsfd};
-      rc_ = nl::RunBatch(ctx, then_, &more, &err_);
-      socket.Close();
-      if (nsfd >= 0) close(nsfd);
-    }
-    results_.insert(results_.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    if (rc_ < 0) err_.index += static_cast<int>(first_.size());
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (rc_ < 0) deferred_.Reject(BatchError(env, err_, results_).Value());
+    else deferred_.Resolve(nl::ToJs(env, results_));
   }
 
  private:
-  Napi::ObjectReference self_;  // keeps the handle (and its socket) alive while we run
-  Handle* handle_;
-  std::vector<nl::PreparedOp> first_;
   std::string netns_;
-  std::vector<nl::PreparedOp> then_;
+  std::vector<nl::PreparedOp> ops_;
+  Napi::Promise::Deferred deferred_;
+  std::vector<nl::OpResult> results_;
+  OpError err_;
+  int rc_ = 0;
 };
 
 }  // namespace
@@ -160,7 +128,6 @@ void Handle::Init(Napi::Env env, Napi::Object exports) {
   Napi::Function cls = DefineClass(env, "Handle",
                                    {
                                        InstanceMethod<&Handle::Run>("run"),
-                                       InstanceMethod<&Handle::RunThen>("runThen"),
                                        InstanceMethod<&Handle::RunSync>("runSync"),
                                        InstanceMethod<&Handle::Encode>("encode"),
                                        InstanceMethod<&Handle::Close>("close"),
@@ -203,25 +170,6 @@ Napi::Value Handle::Run(const Napi::CallbackInfo& info) {
     return ThrowField(env, e);
   }
   auto* worker = new RunWorker(info.This().As<Napi::Object>(), this, std::move(ops));
-  Napi::Promise p = worker->Promise();
-  worker->Queue();
-  return p;
-}
-
-Napi::Value Handle::RunThen(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[1].IsString()) {
-    Napi::TypeError::New(env, "runThen(ops, netnsPath: string, ops)").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  std::vector<nl::PreparedOp> first, then;
-  try {
-    first = nl::PrepareOps(info[0], "ops");
-    then = nl::PrepareOps(info[2], "thenOps");
-  } catch (const nl::FieldError& e) {
-    return ThrowField(env, e);
-  }
-  auto* worker = new RunThenWorker(info.This().As<Napi::Object>(), this, std::move(first), info[1].As<Napi::String>().Utf8Value(), std::move(then));
   Napi::Promise p = worker->Promise();
   worker->Queue();
   return p;

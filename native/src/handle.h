@@ -3,9 +3,6 @@
 //
 //   new Handle(netnsPath?)      absent: the daemon's own netns
 //   run(ops): Promise<results>  on a libuv pool thread (the socket already lives in the netns)
-//   runThen(ops, netnsPath, thenOps): Promise<results>
-//                               run(ops), then runIn(netnsPath, thenOps), in one pool hop; said
-//                               as one batch of both lists (indexes count from ops[0])
 //   runSync(ops): results       on the calling thread, for ops that take microseconds
 //   encode(op): Buffer          the request bytes op would send, seq and pid 0
 //   close()                     also done when the handle is garbage-collected
@@ -50,7 +47,6 @@ class Handle : public Napi::ObjectWrap<Handle> {
 
  private:
   Napi::Value Run(const Napi::CallbackInfo& info);
-  Napi::Value RunThen(const Napi::CallbackInfo& info);
   Napi::Value RunSync(const Napi::CallbackInfo& info);
   Napi::Value Encode(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);

@@ -9,10 +9,6 @@ export interface ActionRunner {
   /** One batch inside netns (undefined = host). Rejects with an error whose `index` names the
    * failing op; ops before it took effect. */
   runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
-  /** A host batch, then a batch inside netns, in one go (an attach's veth, then its pod side):
-   * fails as one batch of both lists, its error's `index` counting from hostOps[0]. Optional: a
-   * runner without it gets the two batches one after the other. */
-  runOpsThen?(hostOps: readonly Op[], netns: string, podOps: readonly Op[]): Promise<OpResult[]>;
   /** Host actions answer nothing, except a CNI chain's ADD (its result). */
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void>;
   /** False once the netns file is gone, is not a netns, or (given `expect`) is no longer the
@@ -52,13 +48,7 @@ export function planRunError(err: unknown): KnitError {
  * daemon); batches are split there so everything before it has reached the kernel. */
 export interface Failpoint { index: number; fire(): void }
 
-interface Batch {
-  netns?: string;
-  start: number;
-  actions: StepAction[];
-  /** A pod batch run right after this host one, in the same call (pairBatches). */
-  then?: Batch;
-}
+interface Batch { netns?: string; start: number; actions: StepAction[] }
 
 function batches(items: { netns?: string; action: StepAction }[], stopAt = Infinity): Batch[] {
   const out: Batch[] = [];
@@ -79,30 +69,13 @@ async function runBatch(runner: ActionRunner, b: Batch): Promise<OpResult[]> {
   return runner.runOps(b.netns, b.actions as Op[]);
 }
 
-const isOpsBatch = (b: Batch | undefined): b is Batch => b !== undefined && !isHostAction(b.actions[0]);
-
-/** A host ops batch and the pod ops batch right after it, as one (runner.runOpsThen): the JS
- * thread is not woken between them. Not across a failpoint, which must fire in between. */
-function pairBatches(list: Batch[], runner: ActionRunner, failpoint?: Failpoint): Batch[] {
-  if (!runner.runOpsThen) return list;
-  const out: Batch[] = [];
-  for (let i = 0; i < list.length; i++) {
-    const [b, next] = [list[i], list[i + 1]];
-    if (isOpsBatch(b) && b.netns === undefined && isOpsBatch(next) && next.netns !== undefined && next.start !== failpoint?.index) {
-      out.push({ ...b, then: next });
-      i++;
-    } else out.push(b);
-  }
-  return out;
-}
-
 /** Runs every step; returns one result per step. */
 export async function runSteps(steps: Step[], runner: ActionRunner, failpoint?: Failpoint): Promise<OpResult[]> {
   const results: OpResult[] = [];
-  for (const b of pairBatches(batches(steps.map((s) => ({ netns: s.netns, action: s.do })), failpoint?.index), runner, failpoint)) {
+  for (const b of batches(steps.map((s) => ({ netns: s.netns, action: s.do })), failpoint?.index)) {
     if (b.start === failpoint?.index) failpoint.fire();
     try {
-      results.push(...(b.then ? await runner.runOpsThen!(b.actions as Op[], b.then.netns!, b.then.actions as Op[]) : await runBatch(runner, b)));
+      results.push(...(await runBatch(runner, b)));
     } catch (err) {
       const at = b.start + ((err as { index?: number }).index ?? 0);
       throw new StepFailed(at, steps[at], err);

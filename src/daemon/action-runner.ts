@@ -39,12 +39,6 @@ export class DaemonActionRunner {
     return runInNetns(netns, ops);
   }
 
-  /** One pool hop for both: the JS thread is not woken between an attach's host and pod
-   * batches (measured in bench/README.md, "Where knit's own share goes"). */
-  runOpsThen(hostOps: readonly Op[], netns: string, podOps: readonly Op[]): Promise<OpResult[]> {
-    return this.hostHandle().runThen(hostOps, netns, podOps);
-  }
-
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
     return runHostAction(netns, action, (ns, ops) => this.runOps(ns, ops), this.cni);
   }

@@ -30,12 +30,11 @@
 // the pool hop costs some 50 µs of latency, but the event loop keeps serving other calls.
 import type { LinkInfo, Op, OpResult, ResultsOf } from '../base/ops.js';
 import { native } from './native.js';
-import { KernelError, toKernelError, type NativeOpError } from './errors.js';
+import { toKernelError } from './errors.js';
 
 /** The addon's Handle class as the addon exports it (see native/src/handle.h). */
 interface NativeHandle {
   run(ops: readonly Op[]): Promise<OpResult[]>;
-  runThen(ops: readonly Op[], netnsPath: string, thenOps: readonly Op[]): Promise<OpResult[]>;
   runSync(ops: readonly Op[]): OpResult[];
   encode(op: Op): Buffer;
   close(): void;
@@ -111,23 +110,6 @@ export class NetHandle {
       return (await this.h.run(ops)) as ResultsOf<T>; // the addon answers each op as OpResults says
     } catch (err) {
       throw toKernelError(err, ops, this.netns);
-    } finally {
-      this.onPool--;
-    }
-  }
-
-  /** Runs ops here, then thenOps in the netns at netnsPath as runInNetns does, in one pool hop
-   * (an attach's host batch and its pod batch). Answers and fails as one batch of both lists:
-   * a KernelError's `index` counts from ops[0], and it names the netns the failing op ran in. */
-  async runThen(ops: readonly Op[], netnsPath: string, thenOps: readonly Op[]): Promise<OpResult[]> {
-    this.onPool++;
-    try {
-      return await this.h.runThen(ops, netnsPath, thenOps);
-    } catch (err) {
-      const e = err as NativeOpError;
-      if (typeof e?.index !== 'number' || e.index < ops.length) throw toKernelError(err, ops, this.netns);
-      const k = toKernelError(Object.assign(e, { index: e.index - ops.length }), thenOps, netnsPath) as KernelError;
-      throw new KernelError(k.message, { ...k, index: (k.index ?? 0) + ops.length });
     } finally {
       this.onPool--;
     }
