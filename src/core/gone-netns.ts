@@ -24,6 +24,8 @@ export class GoneNetnsSweeper {
     private readonly find: () => SandboxRecord[],
     /** Detaches one of them; false when it changed meanwhile (detached, attached anew). */
     private readonly reap: (gone: SandboxRecord, trigger: string) => Promise<boolean>,
+    /** Told of each sweep as it starts (a sweep reads every record: the metrics count them). */
+    private readonly onSweep: (trigger: string) => void = () => undefined,
   ) {}
 
   /** Answers the ids of the sandboxes the sweep detached. */
@@ -54,6 +56,7 @@ export class GoneNetnsSweeper {
   }
 
   private async once(trigger: string): Promise<string[]> {
+    this.onSweep(trigger);
     const reaped: string[] = [];
     for (const rec of this.find()) {
       // reap reports its own failures (the record stays, the next sweep tries again).

@@ -351,6 +351,7 @@ export class SandboxManager implements SandboxService {
       return [...this.deps.records.values()].filter((r) => r.state !== 'attaching' && gone(r.netns));
     },
     (rec, trigger) => this.reapGone(rec, trigger),
+    (trigger) => this.deps.hooks?.onGoneNetnsSweep?.(trigger),
   );
 
   /** Detaches every sandbox whose netns is gone; answers their ids. `trigger` is for the log. */

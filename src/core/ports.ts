@@ -62,6 +62,8 @@ export interface ManagerHooks {
   /** A sandbox whose netns is gone was detached by knit itself (gone-netns.ts); `trigger` says
    * what started the sweep. */
   onReaped?(sandboxId: string, netns: NetnsIdentity, trigger: string, error?: KnitError): void;
+  /** A sweep for sandboxes whose netns is gone starts (trigger: start-up, timer, link-gone, ...). */
+  onGoneNetnsSweep?(trigger: string): void;
 }
 
 export interface ManagerDeps {

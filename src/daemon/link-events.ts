@@ -7,7 +7,7 @@ import type { SandboxManager } from '../core/manager.js';
 
 export function publishLinkEvents(
   manager: SandboxManager,
-  records: { values(): Iterable<SandboxRecord> },
+  records: { values(): Iterable<SandboxRecord>; get(id: string): SandboxRecord | undefined },
   log: { warn(o: object, m: string): void },
   onOwnedLinkGone: () => void = () => undefined,
 ): () => void {
@@ -33,6 +33,10 @@ export function publishLinkEvents(
     monitor.on('link', (l: LinkEvent) => {
       const sandboxId = owners.get(l.name);
       if (!sandboxId) return;
+      // A detach parks the host end under its own name and the reaper deletes it, possibly
+      // before the detach is over: that is the detach, not a link that vanished under an
+      // attached sandbox. (A burst of detaches would otherwise prompt a sweep per device.)
+      if (l.removed && records.get(sandboxId)?.state !== 'attached') return;
       manager.publish({ type: 'link', sandboxId, name: l.name, index: l.index, up: l.up, removed: l.removed });
       if (l.removed) onOwnedLinkGone();
     });

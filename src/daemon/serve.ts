@@ -113,6 +113,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
         log.warn({ sandboxId, ms, code: err.code, err: err.message }, 'detach failed');
       } else log.info({ sandboxId, ms }, 'detached');
     },
+    onGoneNetnsSweep: (trigger) => metrics.goneNetnsSweeps.inc({ trigger }),
     onReaped: (sandboxId, netns, trigger, err) => {
       if (err) log.warn({ sandboxId, netns: netns.path, trigger, code: err.code, err: err.message }, 'sandbox with a gone netns: detach failed; the next sweep tries again');
       else {

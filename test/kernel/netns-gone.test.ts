@@ -19,7 +19,7 @@ import { uniquePrefix } from '../helpers/names.js';
 
 const REAPED = 'knit_sandboxes_reaped_total{reason="netns-gone"}';
 
-interface Setup { d: Daemon; opts: DaemonOptions; pods: ReturnType<typeof podFactory>; metrics(): Promise<number>; watch: any[] }
+interface Setup { d: Daemon; opts: DaemonOptions; pods: ReturnType<typeof podFactory>; metrics(): Promise<number>; sweeps(trigger: string): Promise<number>; watch: any[] }
 
 /** A daemon of the test's own (prefix, subnet, metrics port, a Watch stream), all removed in teardown. */
 async function setup(t: ExecutionContext, tag: string, subnet: string, config: Record<string, unknown>): Promise<Setup> {
@@ -35,11 +35,13 @@ async function setup(t: ExecutionContext, tag: string, subnet: string, config: R
     pods.removeAll();
   });
   s.d = await startDaemon(opts);
-  s.metrics = async () => {
+  const metric = async (series: string, absent: number) => {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${REAPED} `));
-    return Number(line?.split(' ')[1] ?? NaN);
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line ? Number(line.split(' ')[1]) : absent;
   };
+  s.metrics = () => metric(REAPED, NaN);
+  s.sweeps = (trigger) => metric(`knit_gone_netns_sweeps_total{trigger="${trigger}"}`, 0);
   client = new (knitProto().Knit)(`unix://${s.d.socket}`, grpc.credentials.createInsecure());
   const stream = (client as any).Watch({ sandbox_id: '' }) as grpc.ClientReadableStream<any>;
   stream.on('data', (e: any) => s.watch.push(e));
@@ -123,11 +125,24 @@ for (const rt of RUNTIMES) {
     t.is(s.watch.find((e) => e.sandbox?.sandbox_id === gone.id && e.sandbox.type === 'detach').sandbox.reason, 'netns-gone');
     t.is(await s.metrics(), 1);
     t.like(await firstReapLog(s.d), { sandboxId: gone.id, netns: gone.path, trigger: 'link-gone' });
+    t.true((await s.sweeps('link-gone')) >= 1, 'knit_gone_netns_sweeps_total{trigger="link-gone"}');
     t.deepEqual(await listed(s.d), [alive.id], 'the live sandbox stays');
     t.is(await used(s.d), 1, "only the live sandbox's address is held (NodeStatus)");
     await assertReaped(t, s, rt, gone.id, result.ips[0].address, spare);
   });
 }
+
+test.serial('a burst of detaches prompts no sweep: the reaper deleting the host ends they parked is their detach, not a link gone', async (t) => {
+  const s = await setup(t, 'ngb', '10.193.8.0/24', { goneNetnsSweepSeconds: 0 });
+  const pods = Array.from({ length: 40 }, (_, i) => s.pods.pod(i + 1));
+  await Promise.all(pods.map((p) => s.d.call('Attach', attachReq(RUNTIMES[0], p.id, p.path))));
+  // All at once: the reaper's first run (25 ms after the first detach) deletes parked host ends
+  // of detaches that have not finished yet.
+  await Promise.all(pods.map((p) => s.d.call('Detach', { sandbox_id: p.id })));
+  for (const p of pods) await noTaggedHostLink(t, p.id);
+  t.is(await s.sweeps('link-gone'), 0, 'knit_gone_netns_sweeps_total{trigger="link-gone"}');
+  t.is(await s.metrics(), 0, 'nothing reaped');
+});
 
 test.serial('runc, Kata and KubeVirt: netns deleted while knit is stopped are detached at its next start, before it answers', async (t) => {
   const s = await setup(t, 'ngs', '10.193.2.0/24', {});
