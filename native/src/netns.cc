@@ -117,20 +117,4 @@ int IdentifyNetnsFd(int fd, NetnsId* id, OpError* err, const std::string& path) 
   return 0;
 }
 
-int IsHostNetns(const std::string& path, bool* isHost, OpError* err) {
-  NetnsId target;
-  int rc = IdentifyNetns(path, &target, err);
-  if (rc < 0) return rc;
-  *isHost = false;
-  // pid 1's netns is the host's (or, in a container, the container's root, which knit must
-  // not treat as a sandbox either); the daemon's own netns may differ when run by a test
-  // harness inside a netns. Either match is "host". /proc/1 may be unreadable: then only
-  // the daemon's own counts.
-  for (const char* ref : {"/proc/1/ns/net", "/proc/self/ns/net"}) {
-    struct stat st;
-    if (stat(ref, &st) == 0 && st.st_dev == target.dev && st.st_ino == target.ino) *isHost = true;
-  }
-  return 0;
-}
-
 }  // namespace knit

@@ -27,9 +27,6 @@ int OpenNetns(const std::string& path, OpError* err);
 int IdentifyNetns(const std::string& path, NetnsId* id, OpError* err);
 int IdentifyNetnsFd(int fd, NetnsId* id, OpError* err, const std::string& path);
 
-// *isHost = path names pid 1's netns or the daemon's own. Returns 0 or -errno.
-int IsHostNetns(const std::string& path, bool* isHost, OpError* err);
-
 // Creates a new netns pinned by a bind mount on path (which must not exist); the parent
 // directory is created if missing and made a shared mount, as iproute2 does for /run/netns.
 // Blocks for about a millisecond (runs a thread). On failure leaves no file behind.

@@ -1,6 +1,6 @@
 // JS bindings for network namespace files.
 //
-// identify / isHost are a handful of syscalls (microseconds): synchronous.
+// identify is a handful of syscalls (microseconds): synchronous.
 // create / delete are asynchronous (Promise). Creating costs a thread, an unshare (the kernel
 // builds a whole network stack: loopback, sysctl tables, proc entries) and two mount calls
 // under the mount lock; deleting is a lazy unmount whose namespace teardown the kernel
@@ -109,26 +109,12 @@ Napi::Value NetnsIdentify(const Napi::CallbackInfo& info) {
   return IdToJs(info.Env(), id);
 }
 
-// isHostNetns(path: string): boolean (throws if path is not a netns)
-Napi::Value IsHostNetnsJs(const Napi::CallbackInfo& info) {
-  std::string path;
-  if (!ArgString(info, 0, "path", &path)) return info.Env().Undefined();
-  bool isHost = false;
-  OpError err;
-  if (IsHostNetns(path, &isHost, &err) < 0) {
-    MakeOpError(info.Env(), err).ThrowAsJavaScriptException();
-    return info.Env().Undefined();
-  }
-  return Napi::Boolean::New(info.Env(), isHost);
-}
-
 }  // namespace
 
 void InitNetnsBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("netnsCreate", Napi::Function::New(env, NetnsCreate, "netnsCreate"));
   exports.Set("netnsDelete", Napi::Function::New(env, NetnsDelete, "netnsDelete"));
   exports.Set("netnsIdentify", Napi::Function::New(env, NetnsIdentify, "netnsIdentify"));
-  exports.Set("isHostNetns", Napi::Function::New(env, IsHostNetnsJs, "isHostNetns"));
 }
 
 }  // namespace knit

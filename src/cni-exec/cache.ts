@@ -27,12 +27,13 @@ export const cacheFile = (cacheDir: string, k: AttachmentKey) => path.join(resul
 
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
-// Every cache file operation is synchronous, on tmpfs and on disk alike. None of them waits for
-// a disk: like libcni, knit never fsyncs the cache (its own record is the journal, and the cache
-// only has to outlive the process, like the kernel state it describes), so a write of a few KiB
-// lands in the page cache in microseconds. The async forms cost a libuv pool hop per call,
-// four per write and three per read, each longer than the work (bench/README.md, "Where
-// knit-cni's time goes").
+// Writing, reading and removing one attachment's file is synchronous, on tmpfs and on disk
+// alike; listing them all (GC) stays asynchronous, as a node may hold thousands. None of them
+// waits for a disk: like libcni, knit never fsyncs the cache (its own record is the journal,
+// and the cache only has to outlive the process, like the kernel state it describes), so a
+// write of a few KiB lands in the page cache in microseconds. The async forms cost a libuv pool
+// hop per call, four per write and three per read, each longer than the work
+// (bench/README.md, "Where knit-cni's time goes").
 
 /** Written as libcni's cacheAdd writes it: straight to its name (O_TRUNC), no temporary file
  * and rename. On a disk the rename is the dearest part of the write (about 110 µs against
@@ -90,6 +91,7 @@ export async function listCache(cacheDir: string, network: string): Promise<Cach
     throw err;
   }
   const out: CachedAttachment[] = [];
+  // Temporary files are an older knit's (it wrote under a temporary name and renamed).
   for (const name of names.filter((n) => n.startsWith(`${network}-`) && !n.endsWith(TMP_SUFFIX))) {
     try {
       const doc = JSON.parse(await readFile(path.join(resultsDir(cacheDir), name), 'utf8')) as CachedAttachment;

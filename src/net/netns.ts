@@ -104,12 +104,8 @@ export async function deleteNetns(file: string, opts: { ignoreMissing?: boolean 
 
 /** True when `file` is the host's netns (pid 1's) or the daemon's own. Throws if not a netns. */
 export function isHostNetns(file: string): boolean {
-  checkPath('netns path', file, false);
-  try {
-    return native.isHostNetns(file) as boolean;
-  } catch (err) {
-    throw wrap(err, file);
-  }
+  const id = identifyNetns(file);
+  return hostNetnsIds().some((host) => sameNetns(host, id));
 }
 
 /**
@@ -131,10 +127,11 @@ export function identifyNetns(file: string, opts: { rejectHost?: boolean } = {})
   return id;
 }
 
-/** pid 1's netns (the host's; in a container, its root) and the daemon's own, identified once:
- * neither changes while the daemon runs (its threads never setns for good), so an attach need
- * not open and stat them again (isHostNetns's work, some 30 µs per call here). A /proc/1 that
- * cannot be read leaves only the daemon's own. */
+/** What counts as the host: pid 1's netns (the host's; in a container, the container's root,
+ * which knit must not treat as a sandbox either) and the daemon's own, which differs when a test
+ * harness runs it inside a netns. Identified once: neither changes while the daemon runs (its
+ * threads never setns for good), so an attach does not open and stat them again (some 30 µs a
+ * call here). A /proc/1 that cannot be read leaves only the daemon's own. */
 let hostIds: NetnsId[] | undefined;
 function hostNetnsIds(): NetnsId[] {
   if (!hostIds) {

@@ -9,6 +9,8 @@
 // takes their routes), renamed kxe<ifindex>, into the reap group. Only devices whose alias is
 // knit's tag are touched, and never the live interfaces of the sandbox that is attaching.
 #include <errno.h>
+
+#include <optional>
 #include <linux/if.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
@@ -28,6 +30,17 @@ int SetDown(Socket& s, uint32_t index, std::string* extack) {
   return s.Transact(std::move(b.Bytes()), nullptr, extack);
 }
 
+// Renames the link (which must be down) to `to`, and puts it in `group` when given.
+int Rename(Socket& s, uint32_t index, const std::string& to, std::optional<uint32_t> group, std::string* extack) {
+  Builder b(RTM_NEWLINK, kAck);
+  ifinfomsg ifi{};
+  ifi.ifi_index = static_cast<int>(index);
+  b.Struct(&ifi, sizeof ifi);
+  b.Str(IFLA_IFNAME, to);
+  if (group) b.U32(IFLA_GROUP, *group);
+  return s.Transact(std::move(b.Bytes()), nullptr, extack);
+}
+
 }  // namespace
 
 int ReclaimParkedName(RunContext& ctx, const std::string& name, uint32_t group, const std::string& tagPrefix, OpError* err) {
@@ -42,12 +55,7 @@ int ReclaimParkedName(RunContext& ctx, const std::string& name, uint32_t group, 
   if (!parked) return 0;  // someone else's, or knit's and in use: the create fails with EEXIST
   if (ctx.linkIndex) ctx.linkIndex->clear();
   const std::string rename = "kxr" + std::to_string(l.index);
-  Builder b(RTM_NEWLINK, kAck);
-  ifinfomsg ifi{};
-  ifi.ifi_index = static_cast<int>(l.index);
-  b.Struct(&ifi, sizeof ifi);
-  b.Str(IFLA_IFNAME, rename);
-  rc = ctx.socket->Transact(std::move(b.Bytes()), nullptr, &err->extack);
+  rc = Rename(*ctx.socket, l.index, rename, std::nullopt, &err->extack);
   if (rc == -ENODEV) return 1;  // the reaper took it meanwhile: the name is free all the same
   if (rc < 0) {
     err->context = "move aside link " + name + " (knit's, parked for the reaper) as " + rename;
@@ -95,15 +103,7 @@ PreparedOp PrepareLinkEvict(const Fields& f) {
       // requests. Named after its ifindex: unique in this netns while it waits for the reaper.
       const std::string rename = "kxe" + std::to_string(index);
       rc = SetDown(*ctx.socket, index, &err->extack);
-      if (rc == 0) {
-        Builder b(RTM_NEWLINK, kAck);
-        ifinfomsg ifi{};
-        ifi.ifi_index = static_cast<int>(index);
-        b.Struct(&ifi, sizeof ifi);
-        b.Str(IFLA_IFNAME, rename);
-        b.U32(IFLA_GROUP, group);
-        rc = ctx.socket->Transact(std::move(b.Bytes()), nullptr, &err->extack);
-      }
+      if (rc == 0) rc = Rename(*ctx.socket, index, rename, group, &err->extack);
       if (rc == -ENODEV) continue;  // gone meanwhile: nothing left to move
       if (rc < 0) {
         err->context = "move aside link " + std::to_string(index) + " (knit's, left by a detached sandbox) as " + rename;
