@@ -10,6 +10,7 @@ import path from 'node:path';
 import { startDaemon, cleanupDaemon, hostLinks, eventually, CLI, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { ensureBusyboxRootfs } from '../fixtures/runc.js';
+import { removeIfCreated } from '../fixtures/cleanup.js';
 
 const P = uniquePrefix('cctr');
 const NS = P.replace(/-$/, '');
@@ -31,6 +32,11 @@ function ctrArgv(...args: string[]): string[] {
   ].join(' && ');
   return ['unshare', '-m', '--propagation', 'private', 'sh', '-c', mounts, 'sh', path.join(dir, 'net.d'), path.join(dir, 'cni-bin'), '-a', sock(), '-n', NS, ...args];
 }
+/** `ctr run` with its IO fifos and runc's state in this test's dir, not /run/containerd's. */
+const ctrRun = () => ['run', '--fifo-dir', path.join(dir, 'fifo'), '--runc-root', path.join(dir, 'runc')];
+// containerd 1.6 puts shim sockets in /run/containerd/s whatever its config says, and go-cni
+// in ctr keeps libcni's cache in /var/lib/cni.
+const removeHostDirs = removeIfCreated(['/run/containerd', '/run/containerd/s', '/var/lib/cni', '/var/lib/cni/results']);
 const ctr = (...args: string[]) => {
   const [cmd, ...rest] = ctrArgv(...args);
   const r = spawnSync(cmd!, rest, { encoding: 'utf8', timeout: 90_000 });
@@ -49,7 +55,7 @@ test.before(async () => {
   mkdirSync(path.join(dir, 'ctrd-root'));
   writeFileSync(
     path.join(dir, 'containerd.toml'),
-    `version = 2\nroot = "${dir}/ctrd-root"\nstate = "${dir}/ctrd-state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "${sock()}"\n[ttrpc]\n  address = "${sock()}.ttrpc"\n`,
+    `version = 2\nroot = "${dir}/ctrd-root"\nstate = "${dir}/ctrd-state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n[plugins."io.containerd.internal.v1.opt"]\n  path = "${dir}/opt"\n[grpc]\n  address = "${sock()}"\n[ttrpc]\n  address = "${sock()}.ttrpc"\n`,
   );
   containerd = spawn('containerd', ['--config', path.join(dir, 'containerd.toml')], { stdio: 'ignore' });
   await eventually(() => spawnSync('ctr', ['-a', sock(), 'version']).status === 0, 'containerd answers');
@@ -76,11 +82,12 @@ test.after.always(async () => {
     const mounts = execFileSync('findmnt', ['-rn', '-o', 'TARGET'], { encoding: 'utf8' }).split('\n').filter((m) => m.startsWith(dir));
     for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
   }
+  removeHostDirs();
   await cleanupDaemon(d, opts);
 });
 
 test.serial('ctr run --cni: two containers on the knit network ping the gateway and each other; knit lists them; they leave nothing', async (t) => {
-  const [cmd, ...rest] = ctrArgv('run', '--rm', '--cni', IMAGE, 'a', 'sleep', '120');
+  const [cmd, ...rest] = ctrArgv(...ctrRun(), '--rm', '--cni', IMAGE, 'a', 'sleep', '120');
   const a = spawn(cmd!, rest, { stdio: 'ignore' });
   const aExit = new Promise((r) => a.once('exit', r));
   const rec = await eventually(() => sandboxes().find((s) => s.request.sandbox_id === `${NS}-a` && s.state === 'ATTACHED'), 'container a attached');
@@ -91,7 +98,7 @@ test.serial('ctr run --cni: two containers on the knit network ping the gateway 
   t.true(eth0.addr_info.some((x: any) => x.local === ipA));
   t.true(hostLinks().some((l) => l.ifalias?.includes(`sandbox=${NS}-a;`) && l.master === `${P}br`));
 
-  const b = ctr('run', '--rm', '--cni', IMAGE, 'b', 'sh', '-c', `ping -c1 -W2 ${GATEWAY} && ping -c1 -W2 ${ipA}`);
+  const b = ctr(...ctrRun(), '--rm', '--cni', IMAGE, 'b', 'sh', '-c', `ping -c1 -W2 ${GATEWAY} && ping -c1 -W2 ${ipA}`);
   t.is(b.code, 0, b.out + b.err);
 
   spawnSync('ctr', ['-a', sock(), '-n', NS, 'task', 'kill', '-s', 'KILL', 'a']);

@@ -12,6 +12,7 @@ import { startDaemon, cleanupDaemon, hostLinks, eventually, pingFrom, CLI, type 
 import { uniquePrefix } from '../helpers/names.js';
 import { criClient, type CriCall } from '../helpers/cri-client.js';
 import { ensureBusyboxRootfs } from '../fixtures/runc.js';
+import { removeIfCreated } from '../fixtures/cleanup.js';
 
 const P = uniquePrefix('scri');
 const opts = { prefix: P, subnet: '10.185.3.0/24' };
@@ -42,11 +43,17 @@ async function pauseImage(): Promise<string> {
   return tar;
 }
 
+// containerd 1.6 puts shim sockets in /run/containerd/s whatever its config says, and its CRI
+// plugin keeps libcni's cache in /var/lib/cni.
+const removeHostDirs = removeIfCreated(['/run/containerd', '/run/containerd/s', '/var/lib/cni', '/var/lib/cni/results']);
+
 function containerdConfig(): string {
   return `version = 2
 root = "${dir}/root"
 state = "${dir}/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${dir}/opt"
 [grpc]
   address = "${dir}/containerd.sock"
 [ttrpc]
@@ -64,6 +71,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "${dir}/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "${dir}/cni-bin"
     conf_dir = "${dir}/net.d"
@@ -106,6 +115,7 @@ test.after.always(async () => {
     for (const m of mounts) spawnSync('umount', ['-l', m]);
     spawnSync(process.execPath, [CLI, 'uninstall-cni', '--bin-dir', path.join(dir, 'cni-bin'), '--conf-dir', path.join(dir, 'net.d'), '--config', d!.configPath]);
   }
+  removeHostDirs();
   await cleanupDaemon(d, opts);
 });
 

@@ -5,6 +5,7 @@
 // `podman run -p` reaches knit's host ports: another machine (a netns wired to the node) gets
 // the container's answer through the host port.
 import test from 'ava';
+import { removeIfCreated } from '../fixtures/cleanup.js';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -23,6 +24,12 @@ let d: Daemon | undefined;
 let env: NodeJS.ProcessEnv = {};
 let dirs: { bin: string; conf: string; root: string; runroot: string } | undefined;
 
+// containers/image keeps a blob-info cache under /var/lib/containers whatever storage it is
+// given, podman's CNI backend keeps libcni's result cache in /var/lib/cni, and podman runs runc
+// with runc's own state root, /run/runc.
+const removeHostCache = removeIfCreated([
+  '/var/lib/containers', '/var/lib/containers/cache', '/var/lib/containers/cache/blob-info-cache-v1.boltdb', '/var/lib/cni', '/var/lib/cni/results', '/run/runc',
+]);
 const podmanArgs = () => ['--root', dirs!.root, '--runroot', dirs!.runroot, '--network-config-dir', dirs!.conf];
 function podman(...args: string[]) {
   const r = spawnSync('podman', [...podmanArgs(), ...args], { env, encoding: 'utf8', timeout: 90_000 });
@@ -38,7 +45,7 @@ test.before(async () => {
   const conf = path.join(d.dir, 'containers.conf');
   writeFileSync(
     conf,
-    `[network]\nnetwork_backend = "cni"\ncni_plugin_dirs = ["${dirs.bin}", "/usr/lib/cni"]\nnetwork_config_dir = "${dirs.conf}"\n[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n`,
+    `[network]\nnetwork_backend = "cni"\ncni_plugin_dirs = ["${dirs.bin}", "/usr/lib/cni"]\nnetwork_config_dir = "${dirs.conf}"\n[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\ntmp_dir = "${path.join(d.dir, 'podman-tmp')}"\n`,
   );
   env = { ...process.env, CONTAINERS_CONF: conf };
   const tar = path.join(d.dir, 'rootfs.tar');
@@ -54,6 +61,7 @@ test.after.always(async () => {
     spawnSync('umount', ['-R', path.join(dirs.root, 'overlay')]);
     spawnSync(process.execPath, [CLI, 'uninstall-cni', '--bin-dir', dirs.bin, '--conf-dir', dirs.conf]);
   }
+  removeHostCache();
   await cleanupDaemon(d, opts);
 });
 

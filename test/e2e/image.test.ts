@@ -6,6 +6,7 @@
 // replaced by B (A with a bumped package.json) and back while two pods ping each other, and a
 // record of a newer format stops the older knit with a clear message.
 import test from 'ava';
+import { removeIfCreated } from '../fixtures/cleanup.js';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -36,11 +37,27 @@ let configPath = '';
 let versionA = '';
 const versionB = '99.0.0-upgrade';
 
-// podman's and buildah's CNI backends take a lock file in their network config dir even for
-// --network host: point them at a private dir so /etc/cni/net.d is left as it was.
-const podmanNetDir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-podnet-`));
+// podman and buildah (build-image.sh's too) on private storage and network config, through
+// the files both read: the host's /var/lib/containers, /run/containers and /etc/cni/net.d (where
+// their CNI backend takes a lock file even for --network host) are left as they were.
+const containersDir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-containers-`));
+const podmanNetDir = path.join(containersDir, 'net.d');
+const storageRoot = path.join(containersDir, 'storage');
+writeFileSync(path.join(containersDir, 'storage.conf'), `[storage]\ndriver = "overlay"\ngraphroot = "${storageRoot}"\nrunroot = "${path.join(containersDir, 'run')}"\n`);
+writeFileSync(
+  path.join(containersDir, 'containers.conf'),
+  `[network]\nnetwork_backend = "cni"\nnetwork_config_dir = "${podmanNetDir}"\n[engine]\ntmp_dir = "${path.join(containersDir, 'tmp')}"\n`,
+);
+const containersEnv = {
+  ...process.env,
+  CONTAINERS_STORAGE_CONF: path.join(containersDir, 'storage.conf'),
+  CONTAINERS_CONF: path.join(containersDir, 'containers.conf'),
+};
+// containers/image keeps a blob-info cache under /var/lib/containers whatever storage it is
+// given, and podman runs runc with runc's own state root, /run/runc.
+const removeHostCache = removeIfCreated(['/var/lib/containers', '/var/lib/containers/cache', '/var/lib/containers/cache/blob-info-cache-v1.boltdb', '/run/runc']);
 const PODMAN_GLOBAL = ['--network-config-dir', podmanNetDir];
-const podman = (args: string[]) => execFileSync('podman', [...PODMAN_GLOBAL, ...args], { encoding: 'utf8' }).trim();
+const podman = (args: string[]) => execFileSync('podman', [...PODMAN_GLOBAL, ...args], { encoding: 'utf8', env: containersEnv }).trim();
 
 /** The knit container's capabilities, read from the manifest so test and DaemonSet cannot drift. */
 function manifestCaps(): string[] {
@@ -51,7 +68,7 @@ function manifestCaps(): string[] {
 }
 
 test.before(() => {
-  execFileSync(path.join(root, 'scripts', 'build-image.sh'), [imageA], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 });
+  execFileSync(path.join(root, 'scripts', 'build-image.sh'), [imageA], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000, env: containersEnv });
   versionA = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).version;
   // B: A with a bumped package.json (what Version reports) and label, one layer on top of A.
   const work = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-b-`));
@@ -59,14 +76,14 @@ test.before(() => {
   try {
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
     writeFileSync(path.join(work, 'package.json'), JSON.stringify({ ...pkg, version: versionB }, null, 2));
-    const buildah = (args: string[]) => execFileSync('buildah', args, { encoding: 'utf8' }).trim();
+    const buildah = (args: string[]) => execFileSync('buildah', args, { encoding: 'utf8', env: containersEnv }).trim();
     ctr = buildah(['from', '--cni-config-dir', podmanNetDir, imageA]);
     buildah(['copy', ctr, path.join(work, 'package.json'), '/opt/knit/package.json']);
     buildah(['config', '--label', `org.opencontainers.image.version=${versionB}`, ctr]);
     buildah(['commit', '--quiet', '--rm', ctr, imageB]);
     ctr = '';
   } finally {
-    if (ctr) execFileSync('buildah', ['rm', ctr], { stdio: 'ignore' });
+    if (ctr) execFileSync('buildah', ['rm', ctr], { stdio: 'ignore', env: containersEnv });
     rmSync(work, { recursive: true, force: true });
   }
   dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-`));
@@ -77,10 +94,10 @@ test.before(() => {
 test.after.always(async () => {
   for (const c of clients) c.close();
   for (const r of runcs) await r.stop();
-  for (const c of containers) execFileSync('podman', [...PODMAN_GLOBAL, 'rm', '-f', '-t', '5', c], { stdio: 'ignore' });
+  for (const c of containers) execFileSync('podman', [...PODMAN_GLOBAL, 'rm', '-f', '-t', '5', c], { stdio: 'ignore', env: containersEnv });
   for (const image of [imageB, imageA]) {
     try {
-      execFileSync('podman', [...PODMAN_GLOBAL, 'rmi', '-f', image], { stdio: 'ignore' });
+      execFileSync('podman', [...PODMAN_GLOBAL, 'rmi', '-f', image], { stdio: 'ignore', env: containersEnv });
     } catch {
       /* never built */
     }
@@ -88,7 +105,9 @@ test.after.always(async () => {
   await cleanupDaemon(undefined, opts, pods.ids);
   pods.removeAll();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  rmSync(podmanNetDir, { recursive: true, force: true });
+  spawnSync('umount', ['-R', path.join(storageRoot, 'overlay')]); // the overlay driver's private bind mount
+  rmSync(containersDir, { recursive: true, force: true });
+  removeHostCache();
 });
 
 /** podman run flags of deploy/daemonset.yaml's pod: host namespaces, the manifest's exact
@@ -245,9 +264,9 @@ test.serial('upgrade A→B and rollback B→A under traffic: pods keep every pac
   writeFileSync(path.join(sandboxes, file), JSON.stringify({ ...JSON.parse(original), version: newer }));
   podman(daemonSetRun(`${P}-old`, imageA, ['-d'], ['knit', 'serve', '--config', configPath]));
   // Bounded: a knit that wrongly starts must fail this test, not hang it.
-  const exit = execFileSync('podman', [...PODMAN_GLOBAL, 'wait', `${P}-old`], { encoding: 'utf8', timeout: 60_000 }).trim();
+  const exit = execFileSync('podman', [...PODMAN_GLOBAL, 'wait', `${P}-old`], { encoding: 'utf8', timeout: 60_000, env: containersEnv }).trim();
   t.not(exit, '0', 'the older knit does not start');
-  const logs = spawnSync('podman', [...PODMAN_GLOBAL, 'logs', `${P}-old`], { encoding: 'utf8' });
+  const logs = spawnSync('podman', [...PODMAN_GLOBAL, 'logs', `${P}-old`], { encoding: 'utf8', env: containersEnv });
   t.true((logs.stdout + logs.stderr).includes(`format version ${newer}, written by a newer knit; this knit reads format version ${SANDBOX_RECORD_VERSION} at most`), logs.stdout + logs.stderr);
   replace(`${P}-old`);
   t.true(pingFrom(ps[0]!.ns, ips[1]!), 'the pods keep their traffic while knit refuses');
