@@ -55,6 +55,8 @@ function wrapCall(kind: string): void {
 
 wrapCall('attach');
 wrapCall('detach');
+wrap(SandboxManager.prototype, 'admitAndAllocate', () => 'admission and IPAM');
+wrap(SandboxManager.prototype, 'buildPlan', () => 'plan');
 wrap(RecordStore.prototype, 'put', () => 'record write');
 wrap(RecordStore.prototype, 'remove', () => 'record removal');
 wrap(DaemonActionRunner.prototype, 'runOps', (args) => (args[0] === undefined ? 'host netns batch' : 'pod netns batch'));

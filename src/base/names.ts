@@ -23,8 +23,12 @@ const aliasPrefix = () => `${instance}:`;
  * default instance, a hash of the name for others. */
 export function reapGroup(): number {
   if (instance === 'knit') return 0x6b6e7401;
-  return (parseInt(digest('reap', instance).slice(0, 7), 16) | 0x10000000) >>> 0;
+  if (reapGroupOf?.instance !== instance) reapGroupOf = { instance, group: (parseInt(digest('reap', instance).slice(0, 7), 16) | 0x10000000) >>> 0 };
+  return reapGroupOf.group;
 }
+
+/** reapGroup() of the last instance asked about: every attach and detach asks. */
+let reapGroupOf: { instance: string; group: number } | undefined;
 
 
 /** Host-side device name for one sandbox interface: "kn" + 10 hex = 12 bytes (≤ 15). */

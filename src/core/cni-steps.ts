@@ -8,6 +8,11 @@ import { parseConflist } from '../cni-exec/conflist.js';
 import { checkChain, pluginConfig } from '../cni-exec/chain.js';
 import type { PluginLog } from '../cni-exec/invoke.js';
 
+/** True when the plan runs a CNI chain, whose result is known only once it ran. */
+export function hasChain(steps: Step[]): boolean {
+  return steps.some((s) => s.do.op === 'cni.add');
+}
+
 export function withChainParts(parts: InterfacePart[], steps: Step[], outcomes: OpResult[]): InterfacePart[] {
   let out = parts;
   steps.forEach((s, i) => {

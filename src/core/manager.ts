@@ -17,13 +17,16 @@ import { GoneNetnsSweeper, runsLow } from './gone-netns.js';
 import { nodeStatus } from './node-status.js';
 import type { ManagerDeps } from './ports.js';
 import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
-import { checkChains, displaySteps, withChainParts } from './cni-steps.js';
+import { checkChains, displaySteps, hasChain, withChainParts } from './cni-steps.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
 import { addInterface, attachedRequest, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
   AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NodeStatus, SandboxRecordView, SandboxService, WatchEvent,
 } from '../base/types.js';
+
+const attachedRecord = (journal: SandboxRecord, result: AttachResult, parts: SandboxRecord['parts']): SandboxRecord =>
+  ({ ...journal, result, parts, state: 'attached', updatedAt: new Date().toISOString() });
 
 const sameRequest = (a: AttachRequest, b: AttachRequest) =>
   JSON.stringify({ ...a, labels: {}, annotations: {} }) === JSON.stringify({ ...b, labels: {}, annotations: {} });
@@ -175,8 +178,13 @@ export class SandboxManager implements SandboxService {
     let done = 0;
     let result = planned;
     let parts = plannedParts;
+    // Without a CNI chain the plan's result is the answer, so the 'attached' record is
+    // serialized while the first batch is with the kernel and the JS thread would only wait.
+    let attached = hasChain(steps) ? undefined : attachedRecord(record, result, parts);
     try {
-      const outcomes = await runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
+      const running = runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
+      if (attached) this.deps.records.prepare?.(req.sandboxId, attached);
+      const outcomes = await running;
       done = steps.length;
       // A CNI chain's interfaces, addresses and routes are known only now.
       parts = withChainParts(plannedParts, steps, outcomes);
@@ -191,7 +199,7 @@ export class SandboxManager implements SandboxService {
       throw failure;
     }
     try {
-      await this.deps.records.put(req.sandboxId, { ...record, result, parts, state: 'attached', updatedAt: new Date().toISOString() });
+      await this.deps.records.put(req.sandboxId, (attached ??= attachedRecord(record, result, parts)));
     } catch (err) {
       // Not recorded as attached means not attached: take it back rather than leave it half-known.
       await this.rollback(record, steps.length).catch(() => undefined);

@@ -210,3 +210,35 @@ test('open() with formatVersion refuses a store holding a record of a newer form
   t.is((await RecordStore.open(dir, undefined, { formatVersion: 3 })).size, 2);
   t.is((await RecordStore.open(dir)).size, 2);
 });
+
+test('prepare serializes ahead: the put of that object writes what was prepared, one line of JSON, and get answers a copy', async (t) => {
+  const dir = await tempDir(t, 'prepare');
+  const store = await RecordStore.open<{ n: number; tags: string[] }>(dir);
+  const doc = { n: 1, tags: ['a'] };
+  store.prepare('sb', doc);
+  doc.tags.push('changed after prepare'); // the contract says not to; what was prepared is what lands
+  await store.put('sb', doc);
+  const text = await readFile(path.join(dir, fileNameOf('sb')), 'utf8');
+  t.is(text, '{"n":1,"tags":["a"]}\n');
+  t.deepEqual(store.get('sb'), { n: 1, tags: ['a'] });
+  t.not(store.get('sb'), doc);
+  // Prepared for one id, put under another: serialized again, for the id it is put under.
+  const other = { n: 2, tags: [] };
+  store.prepare('sb', other);
+  await store.put('sb2', other);
+  t.deepEqual(store.get('sb2'), other);
+  t.deepEqual(store.get('sb'), { n: 1, tags: ['a'] }, 'the prepare alone wrote nothing');
+  // A second put of the same object serializes it anew (a prepared text is used once).
+  other.n = 3;
+  await store.put('sb2', other);
+  t.is(store.get('sb2')!.n, 3);
+  const reopened = await RecordStore.open<{ n: number; tags: string[] }>(dir);
+  t.deepEqual([...reopened.entries()].sort(), [['sb', { n: 1, tags: ['a'] }], ['sb2', { n: 3, tags: [] }]]);
+});
+
+test('prepare refuses a document its schema would reject, as put does', async (t) => {
+  const dir = await tempDir(t, 'prepare-schema');
+  const store = await RecordStore.open(dir, z.object({ n: z.number() }));
+  t.throws(() => store.prepare('sb', { n: 'x' } as never), { instanceOf: KnitError, message: /would not load back/ });
+  t.is(store.get('sb'), undefined);
+});
