@@ -4,7 +4,7 @@
 // under a name of its own while a leftover holds the final one; see claimPodName).
 //
 // Detach retires only the host end (one request in one host batch, nothing opened in the pod
-// netns): down, off the bridge and into the reap group under its own name (parkLink), it makes
+// netns): down and into the reap group under its own name (parkLink), it makes
 // the pair inert, and the reaper's delete of it takes the pod end along. A new create of that
 // name moves the parked end aside first (reclaimParked). Until then the pod end keeps its name, addresses and routes (without carrier), so an
 // attach into the same netns first moves such leftovers aside (link.evict, devices knit tagged

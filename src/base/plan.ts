@@ -15,8 +15,8 @@ export interface Step {
   do: StepAction;
   /** The inverse. Absent when the object dies with an earlier step's (an address on a veth). */
   undo?: StepAction;
-  /** Detach's fast path: actions that make the object harmless now (down, off the bridge, into
-   * the reap group) so Detach can answer before the kernel's slow delete; the reaper deletes it. */
+  /** Detach's fast path: actions that make the object harmless now (down, into the reap
+   * group) so Detach can answer before the kernel's slow delete; the reaper deletes it. */
   retire?: StepAction[];
   /** The retired device lives only in this step's netns (a VM's tap or bridge: no host peer
    * whose delete takes it along), so the reaper deletes the reap group there too. */

@@ -4,15 +4,18 @@ import { randomBytes } from 'node:crypto';
 import type { Op } from '../base/ops.js';
 import { reapGroup } from '../base/names.js';
 
-/** A veth's host end made harmless under its own name: down, off its bridge, in the reap group,
- * in one request (a rename is a second one: the kernel renames before it applies flags, and
- * only a link that is down, and each waits for readers of the old state, ~0.25 ms a detach
- * here). The name stays taken until the reaper's delete; an attach that wants it back first
+/** A veth's host end made harmless under its own name: down and in the reap group, in one
+ * request. Down is enough: a bridge port that is down is disabled (it forwards nothing and the
+ * bridge forgets its FDB entries), and the pod end loses carrier. It stays a port until the
+ * reaper's delete takes it off the bridge: leaving the bridge now costs the kernel an RCU grace
+ * period of its own (the bridge unhooks its receive handler), three times the whole request's
+ * cost without it (docs/peer-retire.md). A rename would be a second request with a wait of its
+ * own; the name stays taken until the reaper's delete, and an attach that wants it back first
  * renames the parked device aside (link.add's reclaimParked), which costs nothing unless the
  * name is actually taken. Only for devices whose name a new create can reclaim: a tap is made
  * by TUNSETIFF, which has no such fallback, and keeps retireLink. */
 export function parkLink(name: string): Op[] {
-  return [{ op: 'link.set', link: name, up: false, master: null, group: reapGroup() }];
+  return [{ op: 'link.set', link: name, up: false, group: reapGroup() }];
 }
 
 /** Actions that make a device harmless at once (down, off its bridge, renamed out of the

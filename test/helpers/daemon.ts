@@ -162,7 +162,7 @@ export async function startDaemon(o: DaemonOptions, env?: Record<string, string>
 }
 
 /** Links in the host netns whose name starts with one of the prefixes. */
-export function hostLinks(): { ifindex: number; ifname: string; flags: string[]; ifalias?: string; group?: string; master?: string; operstate?: string }[] {
+export function hostLinks(): { ifindex: number; ifname: string; flags: string[]; ifalias?: string; group?: string; master?: string; operstate?: string; linkinfo?: { info_kind?: string; info_slave_data?: { state?: string } } }[] {
   return JSON.parse(execFileSync('ip', ['-j', '-d', 'link', 'show'], { encoding: 'utf8', maxBuffer: 256 << 20 }));
 }
 
