@@ -52,7 +52,11 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
       description: `create veth ${veth.hostName} (host) ↔ ${veth.podName} (sandbox)`,
       do: {
         op: 'link.add', kind: 'veth', name: veth.hostName, alias: tag, mtu: veth.mtu, up: true,
-        ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge! }),
+        // A bridge port needs no address of its own (the bridge holds the L3). Without its
+        // link-local address and route, each host end leaves the host's IPv6 table smaller,
+        // and the kernel walks that whole table on every device state change in the host netns
+        // (bench/README.md, "Which requests grow at scale"). A routed host end keeps IPv6.
+        ...(routed ? { mac: ROUTED_HOST_MAC } : { master: network.bridge!, addrGenMode: 'none' as const }),
         // A Detach of this same sandbox interface may have parked its host end under this name
         // moments ago (parkLink): taken back only if the create meets it.
         reclaimParked: { group: reapGroup(), tagPrefix: sandboxTagPrefix() },

@@ -19,6 +19,9 @@ interface LinkCommon {
   mac?: string;
   /** IFLA_IFALIAS: knit tags everything it creates with "knit:<...>" so GC finds it. */
   alias?: string;
+  /** 'none': the kernel generates no IPv6 address for the link (`ip link … addrgenmode none`):
+   * no link-local address, no fe80::/64 route. Sent with the alias (needs one). */
+  addrGenMode?: 'none';
   group?: number;
   /** Enslave to this bridge (in the same request). */
   master?: LinkRef;

@@ -57,6 +57,9 @@ test.serial('attach builds a veth pair, address and default route; the pod pings
   t.is(routes[0].gateway, '10.231.1.1');
   t.true(pingFrom(p.ns, '10.231.1.1'), 'pod pings its gateway');
   t.true(pingFrom(undefined, r.ips[0].address.split('/')[0]), 'host pings the pod');
+  // A bridge port has no address of its own: no IPv6 link-local even now that it has carrier.
+  t.is(ipJson(['link', 'show', 'dev', hostIf.name])[0].inet6_addr_gen_mode, 'none');
+  t.deepEqual(ipJson(['-6', 'addr', 'show', 'dev', hostIf.name]).flatMap((l: any) => l.addr_info), []);
 });
 
 test.serial('attach is idempotent; a different request for the same sandbox is refused', async (t) => {

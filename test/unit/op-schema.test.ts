@@ -24,19 +24,19 @@ type MacvlanOp = Variant<'macvlan' | 'macvtap'>;
 const ns = '/run/netns/schema-sample';
 const SAMPLES: Op[] = [
   full<Variant<'veth'>>({
-    op: 'link.add', kind: 'veth', name: 'a0', mtu: 1500, mac: '02:00:00:00:00:01', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
+    op: 'link.add', kind: 'veth', name: 'a0', mtu: 1500, mac: '02:00:00:00:00:01', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
     peer: { name: 'b0', mac: '02:00:00:00:00:02', mtu: 1500, alias: 'y', netns: ns, nameIfTaken: 'b1' },
   }),
   full<Variant<'bridge'>>({
-    op: 'link.add', kind: 'bridge', name: 'br0', mtu: 1500, mac: '02:00:00:00:00:03', alias: 'x', group: 1, master: 'br1', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' }, stpOff: true,
+    op: 'link.add', kind: 'bridge', name: 'br0', mtu: 1500, mac: '02:00:00:00:00:03', alias: 'x', addrGenMode: 'none', group: 1, master: 'br1', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' }, stpOff: true,
   }),
   full<MacvlanOp>({
-    op: 'link.add', kind: 'macvtap', name: 'm0', mtu: 1500, mac: '02:00:00:00:00:04', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
+    op: 'link.add', kind: 'macvtap', name: 'm0', mtu: 1500, mac: '02:00:00:00:00:04', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
     parent: 'a0', mode: 'bridge',
   }),
-  full<Variant<'ifb'>>({ op: 'link.add', kind: 'ifb', name: 'ifb9', mtu: 1500, mac: '02:00:00:00:00:09', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' } }),
+  full<Variant<'ifb'>>({ op: 'link.add', kind: 'ifb', name: 'ifb9', mtu: 1500, mac: '02:00:00:00:00:09', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' } }),
   full<Variant<'vxlan'>>({
-    op: 'link.add', kind: 'vxlan', name: 'vx0', mtu: 1450, mac: '02:00:00:00:00:05', alias: 'x', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
+    op: 'link.add', kind: 'vxlan', name: 'vx0', mtu: 1450, mac: '02:00:00:00:00:05', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
     vni: 42, port: 4789, local: '10.0.0.1', remote: '10.0.0.2', dev: 'a0', learning: false,
   }),
   full<LinkSetOp>({

@@ -31,15 +31,23 @@ std::string AliasField(const Fields& f, const char* key) {
   return alias;
 }
 
-// Sets a link's alias by ifindex on the given socket.
-int SetAlias(Socket& socket, uint32_t index, const std::string& alias, OpError* err) {
+// Sets a link's alias by ifindex on the given socket; with noLinkLocal, in the same request,
+// IPv6 address generation off (addrgenmode none), which the kernel refuses in a create.
+int SetAlias(Socket& socket, uint32_t index, const std::string& alias, OpError* err, bool noLinkLocal = false) {
   Builder b(RTM_SETLINK, kAck);
   ifinfomsg ifi{};
   ifi.ifi_index = static_cast<int>(index);
   b.Struct(&ifi, sizeof ifi);
   b.Attr(IFLA_IFALIAS, alias.data(), alias.size());
+  if (noLinkLocal) {
+    size_t af = b.Begin(IFLA_AF_SPEC);
+    size_t inet6 = b.Begin(AF_INET6);
+    b.U8(IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+    b.End(inet6);
+    b.End(af);
+  }
   int rc = socket.Transact(std::move(b.Bytes()), nullptr, &err->extack);
-  if (rc < 0) err->context = "set alias '" + alias + "' on new link " + std::to_string(index);
+  if (rc < 0) err->context = "set alias '" + alias + "'" + (noLinkLocal ? " and addrgenmode none" : "") + " on new link " + std::to_string(index);
   return rc;
 }
 
@@ -199,6 +207,8 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
 
   std::optional<std::string> alias, peerAlias, peerNetns;
   if (f.Has("alias")) alias = AliasField(f, "alias");
+  const bool noLinkLocal = f.OptEnum("addrGenMode", {"none"}).has_value();
+  if (noLinkLocal && !alias) f.RangeFail("addrGenMode", "is set together with the alias: give the link an alias too");
   if (kind == "veth") {
     Fields peer = f.Obj("peer");
     if (peer.Has("alias")) peerAlias = AliasField(peer, "alias");
@@ -206,9 +216,11 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
   }
   if (alias || peerAlias) {
     // The kernel ignores IFLA_IFALIAS when creating a link: set it right after, by ifindex.
-    op.afterCreate = [alias, peerAlias, peerNetns](RunContext& ctx, const LinkInfo& made, OpError* err) {
+    // addrgenmode rides with the alias: a veth end gets its link-local address only once it
+    // has carrier (its peer up, later), so setting it here is in time.
+    op.afterCreate = [alias, peerAlias, peerNetns, noLinkLocal](RunContext& ctx, const LinkInfo& made, OpError* err) {
       if (alias) {
-        int rc = SetAlias(*ctx.socket, made.index, *alias, err);
+        int rc = SetAlias(*ctx.socket, made.index, *alias, err, noLinkLocal);
         if (rc < 0) return rc;
       }
       if (!peerAlias) return 0;
