@@ -18,11 +18,14 @@ export function parkLink(name: string): Op[] {
   return [{ op: 'link.set', link: name, up: false, group: reapGroup() }];
 }
 
-/** Actions that make a device harmless at once (down, off its bridge, renamed out of the
- * way, in the reap group); the reaper deletes it with others later. */
+/** A device made harmless at once and its name freed: down, then into the reap group and
+ * renamed out of the way (the kernel renames only a device that is down, and applies a rename
+ * before the flags of the same request, hence two requests). For taps and the other devices
+ * whose create cannot reclaim a parked name (parkLink). Like parkLink it leaves a bridge port on
+ * its bridge: down, the port is disabled, and the reaper's delete takes it off. */
 export function retireLink(name: string): Op[] {
   return [
     { op: 'link.set', link: name, up: false },
-    { op: 'link.set', link: name, master: null, group: reapGroup(), name: `kx${randomBytes(5).toString('hex')}` },
+    { op: 'link.set', link: name, group: reapGroup(), name: `kx${randomBytes(5).toString('hex')}` },
   ];
 }

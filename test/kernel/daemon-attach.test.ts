@@ -7,6 +7,8 @@ import { hostIfName, reapGroup, setInstance } from '../../src/base/names.js';
 import {
   startDaemon, cleanupDaemon, removeNetns, ipJson, pingFrom, eventually, hostLinks, podFactory, runcAttachReq, type Daemon,
 } from '../helpers/daemon.js';
+import { linkEventsDuring, type LinkEvent } from '../helpers/link-monitor.js';
+import { link } from '../helpers/observe.js';
 
 const P = 'kda';
 const SUBNET = '10.231.1.0/24';
@@ -171,16 +173,20 @@ test.serial('a new sandbox can attach into a netns the moment the previous one d
   ids.push(`${P}-sb9b`);
   await d!.call('Attach', attachReq(p.id, p.path));
   const hostName = hostLinks().find((l) => l.ifalias?.includes(`sandbox=${p.id};`))!.ifname;
-  await d!.call('Detach', { sandbox_id: p.id });
-  // Detach answered once the pair was inert: the host end down (a disabled bridge port until the
-  // reaper deletes it), parked in the reap group under its own name (unless already reaped), the
-  // pod end without carrier.
+  setInstance(`knit-${P}`); // reapGroup() of this test's daemon
+  const isPark = (e: LinkEvent) => e.ifname === hostName && !e.deleted && e.group === String(reapGroup());
+  const events = await linkEventsDuring(() => d!.call('Detach', { sandbox_id: p.id }), { until: (es) => es.some(isPark) });
+  // Detach answered once the pair was inert. The kernel's announcement of the park (seen even if
+  // the reaper has deleted the pair since): the host end down, in the reap group, under its own
+  // name. While the reaper has not deleted it, it is a disabled port of the bridge (ip can see
+  // that only while it exists; the reaper takes it off the bridge with the delete).
+  const park = events.find(isPark);
+  t.truthy(park, events.map((e) => e.line).join('\n'));
+  t.false(park!.flags.includes('UP'), park!.line);
+  t.false(events.some((e) => e.ifindex === park!.ifindex && e.ifname !== hostName), 'never renamed');
   const host: any = ipJson(['link', 'show']).find((l: any) => l.ifalias?.includes(`sandbox=${p.id};`));
-  if (host) {
-    t.true(!host.flags.includes('UP') && host.ifname === hostName && host.group !== 'default', JSON.stringify(host));
-    if (host.master) t.is(host.linkinfo?.info_slave_data?.state, 'disabled', JSON.stringify(host.linkinfo));
-  }
-  const podEnd: any = ipJson(['link', 'show', 'eth0'], p.ns)[0];
+  if (host) t.is(host.linkinfo?.info_slave_data?.state, 'disabled', JSON.stringify(host.linkinfo));
+  const podEnd = link(p.ns, 'eth0'); // unless reaped already
   if (podEnd) t.true(podEnd.flags.includes('NO-CARRIER') || !podEnd.flags.includes('LOWER_UP'), JSON.stringify(podEnd.flags));
   t.false(pingFrom(p.ns, '10.231.1.1'), 'no traffic leaves the detached pod');
   // No waiting for the reaper: the next attach takes eth0 from the old pair if it is still there.
@@ -255,15 +261,12 @@ test.serial("a host end Detach parked under its own name is moved aside by the n
   t.true(pingFrom(p.ns, '10.231.1.1'));
 
   // Detach parks it again, under its own name, and answers; then the reaper deletes the pair.
-  await d!.call('Detach', { sandbox_id: p.id });
-  const after = hostLinks().find((l) => l.ifindex === host.ifindex);
-  if (after) {
-    t.is(after.ifname, name, 'parked under its own name');
-    t.false(after.flags.includes('UP'));
-    // Down, so a disabled port of the bridge until the reaper's delete takes it off.
-    if (after.master) t.is(after.linkinfo?.info_slave_data?.state, 'disabled', JSON.stringify(after.linkinfo));
-    t.is(after.group, String(reapGroup()));
-  }
+  const isPark = (e: LinkEvent) => e.ifindex === host.ifindex && !e.deleted && e.group === String(reapGroup());
+  const events = await linkEventsDuring(() => d!.call('Detach', { sandbox_id: p.id }), { until: (es) => es.some(isPark) });
+  const park = events.find(isPark);
+  t.truthy(park, events.map((e) => e.line).join('\n'));
+  t.is(park!.ifname, name, 'parked under its own name');
+  t.false(park!.flags.includes('UP'), park!.line);
   await eventually(() => !hostLinks().some((l) => l.ifindex === host.ifindex), 'the parked host end reaped');
 
   // Up, or outside the reap group: in use, not parked. The attach is ALREADY_EXISTS and the
