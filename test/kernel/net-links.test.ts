@@ -4,6 +4,7 @@ import { NetHandle } from '../../src/net/handle.js';
 import { getLink, findLink, listLinks } from '../helpers/net-calls.js';
 import { link, linkNames } from '../helpers/observe.js';
 import { makeNetns, uniquePrefix } from '../helpers/names.js';
+import { linkEventsDuring, type LinkEvent } from '../helpers/link-monitor.js';
 
 function open(t: import('ava').ExecutionContext, path: string): NetHandle {
   const h = NetHandle.open(path);
@@ -16,12 +17,22 @@ test('link.add veth makes the peer straight in another netns with name, MAC, MTU
   const a = makeNetns(t, p, 'a');
   const b = makeNetns(t, p, 'b');
   const h = open(t, a.path);
-  const [r] = await h.run([
-    {
-      op: 'link.add', kind: 'veth', name: `${p}h`, mtu: 1450, mac: '02:aa:00:00:00:01', alias: 'knit:test-host', up: true,
-      peer: { name: `${p}p`, netns: b.path, mac: '02:aa:00:00:00:02', mtu: 1450, alias: 'knit:test-peer' },
-    },
-  ]);
+  let r: any;
+  const hostUp = (e: LinkEvent) => e.ifname === `${p}h` && e.flags.includes('UP');
+  const events = await linkEventsDuring(async () => {
+    [r] = await h.run([
+      {
+        op: 'link.add', kind: 'veth', name: `${p}h`, mtu: 1450, mac: '02:aa:00:00:00:01', alias: 'knit:test-host', up: true,
+        peer: { name: `${p}p`, netns: b.path, mac: '02:aa:00:00:00:02', mtu: 1450, alias: 'knit:test-peer' },
+      },
+    ]);
+  }, { ns: a.name, until: (es) => es.some(hostUp) });
+  // Made down, its alias set, then up: the kernel announces (and IPv6 walks the netns's whole
+  // routing table for) a change of a device only while it is up, so the alias adds no
+  // announcement. Created up and aliased after, it would be announced up twice.
+  const ofHost = events.filter((e) => e.ifname === `${p}h`);
+  t.false(ofHost[0]?.flags.includes('UP'), events.map((e) => e.line).join('\n'));
+  t.is(ofHost.filter(hostUp).length, 1, events.map((e) => e.line).join('\n'));
   const host = link(a.name, `${p}h`);
   const peer = link(b.name, `${p}p`);
   t.is(r.index, host.ifindex);

@@ -51,6 +51,18 @@ int SetAlias(Socket& socket, uint32_t index, const std::string& alias, OpError* 
   return rc;
 }
 
+// Brings a link up by ifindex.
+int SetUp(Socket& socket, uint32_t index, OpError* err) {
+  Builder b(RTM_SETLINK, kAck);
+  ifinfomsg ifi{};
+  ifi.ifi_index = static_cast<int>(index);
+  ifi.ifi_flags = ifi.ifi_change = IFF_UP;
+  b.Struct(&ifi, sizeof ifi);
+  int rc = socket.Transact(std::move(b.Bytes()), nullptr, &err->extack);
+  if (rc < 0) err->context = "set new link " + std::to_string(index) + " up";
+  return rc;
+}
+
 // A veth peer made in another netns is only reachable by a socket in that netns. IFLA_TARGET_
 // NETNSID would not do: RTM_SETLINK finds the link by ifindex in the socket's own netns and
 // reads the attribute as "move the link there" (docs/peer-retire.md).
@@ -148,12 +160,13 @@ PreparedOp Single(const char* name, Request req) {
 
 namespace {
 
-// The RTM_NEWLINK that creates the link; a veth's peer takes its name from peer[peerNameKey].
-Request LinkAddRequest(const Fields& f, const std::string& kind, const char* peerNameKey) {
+// The RTM_NEWLINK that creates the link, up if `up`; a veth's peer takes its name from
+// peer[peerNameKey].
+Request LinkAddRequest(const Fields& f, const std::string& kind, const char* peerNameKey, bool up) {
   // NLM_F_ECHO: the kernel answers with the new link, which tells us its ifindex for free.
   RequestBuilder r(RTM_NEWLINK, kAck | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ECHO, ReplyKind::Echo);
   ifinfomsg ifi{};
-  if (f.Bool("up", false)) ifi.ifi_flags = ifi.ifi_change = IFF_UP;
+  if (up) ifi.ifi_flags = ifi.ifi_change = IFF_UP;
   r.b.Struct(&ifi, sizeof ifi);
   PutCommon(r, f);
   r.echoName = f.Str("name");
@@ -189,11 +202,18 @@ Request LinkAddRequest(const Fields& f, const std::string& kind, const char* pee
 
 PreparedOp PrepareLinkAdd(const Fields& f) {
   std::string kind = f.Enum("kind", {"veth", "bridge", "macvlan", "macvtap", "vxlan", "ifb"});
-  PreparedOp op = Single("link.add", LinkAddRequest(f, kind, "name"));
+  // A link with an alias is made down and brought up after the alias is set. The kernel
+  // announces a device's state change (netdev_state_change, which setting an alias calls) only
+  // while the device is up, and every announcement makes IPv6 walk the netns's whole routing
+  // table: on a node with 1,000 pods that walk is most of the alias request's cost
+  // (bench/README.md, "Which requests grow at scale"). One more request, and no walk.
+  const bool upAfterAlias = f.Has("alias") && f.Bool("up", false);
+  const bool upAtCreate = f.Bool("up", false) && !upAfterAlias;
+  PreparedOp op = Single("link.add", LinkAddRequest(f, kind, "name", upAtCreate));
   // A pod end's name may still be held by a detached sandbox's pod end waiting for the reaper:
   // then the peer is made under its other name, and the pod netns batch moves the old one aside
   // and renames the new one (runtimes/common/pod-veth.ts).
-  if (kind == "veth" && f.Obj("peer").Has("nameIfTaken")) op.ifExists = LinkAddRequest(f, kind, "nameIfTaken");
+  if (kind == "veth" && f.Obj("peer").Has("nameIfTaken")) op.ifExists = LinkAddRequest(f, kind, "nameIfTaken", upAtCreate);
   // The name itself may be held by a host end that Detach parked under it (retire keeps it:
   // src/net/retire.ts); taking it back costs nothing unless the create meets EEXIST.
   if (f.Has("reclaimParked")) {
@@ -218,9 +238,10 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
     // The kernel ignores IFLA_IFALIAS when creating a link: set it right after, by ifindex.
     // addrgenmode rides with the alias: a veth end gets its link-local address only once it
     // has carrier (its peer up, later), so setting it here is in time.
-    op.afterCreate = [alias, peerAlias, peerNetns, noLinkLocal](RunContext& ctx, const LinkInfo& made, OpError* err) {
+    op.afterCreate = [alias, peerAlias, peerNetns, noLinkLocal, upAfterAlias](RunContext& ctx, const LinkInfo& made, OpError* err) {
       if (alias) {
         int rc = SetAlias(*ctx.socket, made.index, *alias, err, noLinkLocal);
+        if (rc == 0 && upAfterAlias) rc = SetUp(*ctx.socket, made.index, err);
         if (rc < 0) return rc;
       }
       if (!peerAlias) return 0;
