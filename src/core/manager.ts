@@ -178,12 +178,12 @@ export class SandboxManager implements SandboxService {
     let done = 0;
     let result = planned;
     let parts = plannedParts;
-    // Without a CNI chain the plan's result is the answer, so the 'attached' record is
-    // serialized while the first batch is with the kernel and the JS thread would only wait.
-    let attached = hasChain(steps) ? undefined : attachedRecord(record, result, parts);
+    let attachedWrite: { commit(): Promise<void> } | undefined;
     try {
       const running = runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
-      if (attached) this.deps.records.prepare?.(req.sandboxId, attached);
+      // Without a CNI chain the plan's result is the answer, so the 'attached' record is
+      // serialized while the first batch is with the kernel and the JS thread would only wait.
+      if (!hasChain(steps)) attachedWrite = this.deps.records.prepare?.(req.sandboxId, attachedRecord(record, result, parts));
       const outcomes = await running;
       done = steps.length;
       // A CNI chain's interfaces, addresses and routes are known only now.
@@ -199,7 +199,7 @@ export class SandboxManager implements SandboxService {
       throw failure;
     }
     try {
-      await this.deps.records.put(req.sandboxId, (attached ??= attachedRecord(record, result, parts)));
+      await (attachedWrite?.commit() ?? this.deps.records.put(req.sandboxId, attachedRecord(record, result, parts)));
     } catch (err) {
       // Not recorded as attached means not attached: take it back rather than leave it half-known.
       await this.rollback(record, steps.length).catch(() => undefined);

@@ -18,9 +18,9 @@ export interface RecordStorePort<T> {
   get(id: string): T | undefined;
   values(): Iterable<T>;
   put(id: string, doc: T): Promise<void>;
-  /** Serializes doc ahead of a put() of this very object (the store's work done while the
-   * caller waits on something else); a store may skip it. */
-  prepare?(id: string, doc: T): void;
+  /** put()'s serialization now and its write at commit(): the store's work done while the
+   * caller waits on something else. Optional: a caller without it puts. */
+  prepare?(id: string, doc: T): { commit(): Promise<void> };
   remove(id: string): Promise<void>;
 }
 

@@ -27,6 +27,11 @@ interface Serialized<T> {
   stored: T;
 }
 
+/** A write serialized by prepare(), done by commit() (once). */
+export interface PreparedPut {
+  commit(): Promise<void>;
+}
+
 /** A file open() skipped (or, for temporary files, removed), and why. */
 export interface StoreProblem {
   file: string;
@@ -147,32 +152,39 @@ export class RecordStore<T> {
     return this.docs.keys();
   }
 
-  /** Write doc durably, then make it what get() returns. The doc is serialized now (or was, by
-   * prepare), so later changes to the object do not leak in; writes for one id land in call order. */
+  /** Write doc durably, then make it what get() returns. The doc is serialized now, so later
+   * changes to the object do not leak in; writes for one id land in call order. */
   put(id: string, doc: T): Promise<void> {
-    let prepared = this.ahead.get(doc as object);
-    if (prepared) this.ahead.delete(doc as object);
+    let serialized;
     try {
-      if (prepared?.id !== id) prepared = this.serialize(id, doc);
+      serialized = this.serialize(id, doc);
     } catch (err) {
       return Promise.reject(err);
     }
-    const { file, text, stored } = prepared;
+    return this.write(serialized);
+  }
+
+  /** put()'s serialization now, its write when commit() is called: for a caller with time to
+   * spare first (an attach while the kernel works). What lands is doc as it is now. */
+  prepare(id: string, doc: T): PreparedPut {
+    const serialized = this.serialize(id, doc);
+    let committed = false;
+    return {
+      commit: () => {
+        if (committed) return Promise.reject(new KnitError('INTERNAL', `prepared write of record ${JSON.stringify(id)} committed twice`));
+        committed = true;
+        return this.write(serialized);
+      },
+    };
+  }
+
+  private write({ id, file, text, stored }: Serialized<T>): Promise<void> {
     return this.enqueue(id, async () => {
       if (this.inMemory) replaceInMemoryFile(file, text);
       else await atomicWriteFile(file, text);
       this.docs.set(id, stored);
     });
   }
-
-  /** Serializes doc now for a put() of this very object later, which then only writes the file:
-   * for a caller with time to spare first (an attach while the kernel works). The object must
-   * not change in between. */
-  prepare(id: string, doc: T): void {
-    this.ahead.set(doc as object, this.serialize(id, doc));
-  }
-
-  private readonly ahead = new WeakMap<object, Serialized<T>>();
 
   /** One line of JSON (V8 writes it several times faster than an indented one), and the copy
    * get() will answer: exactly what open() reads back after a restart. */

@@ -211,29 +211,28 @@ test('open() with formatVersion refuses a store holding a record of a newer form
   t.is((await RecordStore.open(dir)).size, 2);
 });
 
-test('prepare serializes ahead: the put of that object writes what was prepared, one line of JSON, and get answers a copy', async (t) => {
+test('prepare serializes ahead: commit writes what was prepared, one line of JSON, once; get answers a copy', async (t) => {
   const dir = await tempDir(t, 'prepare');
   const store = await RecordStore.open<{ n: number; tags: string[] }>(dir);
   const doc = { n: 1, tags: ['a'] };
-  store.prepare('sb', doc);
-  doc.tags.push('changed after prepare'); // the contract says not to; what was prepared is what lands
-  await store.put('sb', doc);
+  const write = store.prepare('sb', doc);
+  doc.tags.push('changed after prepare');
+  t.is(store.get('sb'), undefined, 'the prepare alone wrote nothing');
+  await write.commit();
   const text = await readFile(path.join(dir, fileNameOf('sb')), 'utf8');
-  t.is(text, '{"n":1,"tags":["a"]}\n');
+  t.is(text, '{"n":1,"tags":["a"]}\n', 'what was prepared is what lands');
   t.deepEqual(store.get('sb'), { n: 1, tags: ['a'] });
   t.not(store.get('sb'), doc);
-  // Prepared for one id, put under another: serialized again, for the id it is put under.
-  const other = { n: 2, tags: [] };
-  store.prepare('sb', other);
-  await store.put('sb2', other);
-  t.deepEqual(store.get('sb2'), other);
-  t.deepEqual(store.get('sb'), { n: 1, tags: ['a'] }, 'the prepare alone wrote nothing');
-  // A second put of the same object serializes it anew (a prepared text is used once).
-  other.n = 3;
-  await store.put('sb2', other);
-  t.is(store.get('sb2')!.n, 3);
+  // A prepared write lands once: a second commit is a bug of the caller's, and changes nothing.
+  await store.put('sb', { n: 2, tags: [] });
+  const again = await t.throwsAsync(write.commit(), { instanceOf: KnitError });
+  t.is(again!.code, 'INTERNAL');
+  t.deepEqual(store.get('sb'), { n: 2, tags: [] });
+  // Writes for one id land in call order, prepared or not.
+  const first = store.prepare('sb', { n: 3, tags: [] });
+  await Promise.all([first.commit(), store.put('sb', { n: 4, tags: [] })]);
   const reopened = await RecordStore.open<{ n: number; tags: string[] }>(dir);
-  t.deepEqual([...reopened.entries()].sort(), [['sb', { n: 1, tags: ['a'] }], ['sb2', { n: 3, tags: [] }]]);
+  t.deepEqual([...reopened.entries()], [['sb', { n: 4, tags: [] }]]);
 });
 
 test('prepare refuses a document its schema would reject, as put does', async (t) => {
