@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { SandboxManager } from '../../src/core/manager.js';
 import { RecordStore } from '../../src/store/record-store.js';
 import { DaemonActionRunner } from '../../src/daemon/action-runner.js';
+import { native } from '../../src/net/native.js';
 
 type Fn = (...args: unknown[]) => unknown;
 interface Mark { step: string; at: number; ms: number }
@@ -57,10 +58,15 @@ wrapCall('attach');
 wrapCall('detach');
 wrap(SandboxManager.prototype, 'admitAndAllocate', () => 'admission and IPAM');
 wrap(SandboxManager.prototype, 'buildPlan', () => 'plan');
-wrap(RecordStore.prototype, 'put', () => 'record write');
+// A record's JSON out and back (put, or prepare ahead of the kernel batch), then its file.
+wrap(RecordStore.prototype, 'serialize', () => 'record serialize');
+wrap(RecordStore.prototype, 'write', () => 'record write');
 wrap(RecordStore.prototype, 'remove', () => 'record removal');
 wrap(DaemonActionRunner.prototype, 'runOps', (args) => (args[0] === undefined ? 'host netns batch' : 'pod netns batch'));
 wrap(DaemonActionRunner.prototype, 'netnsUsable', () => 'netns identity check');
+wrap(DaemonActionRunner.prototype, 'runHostAction', (args) => `host action ${(args[1] as { op?: string })?.op ?? ''}`.trim());
+// A CNI plugin's exec as the addon times it: spawn, the plugin's run, its exit.
+wrap(native as object, 'spawnAndWait', (args) => `plugin exec ${String(args[0]).split('/').pop()}`);
 
 // The gRPC handler as grpc-js calls it: decode → validation → core → wire encode → callback.
 const grpc = createRequire(import.meta.url)('@grpc/grpc-js') as { Server: { prototype: Record<string, Fn> } };
