@@ -26,7 +26,9 @@ let dirs: { bin: string; conf: string; root: string; runroot: string } | undefin
 
 // containers/image keeps a blob-info cache under /var/lib/containers whatever storage it is
 // given, podman's CNI backend keeps libcni's result cache in /var/lib/cni, and podman runs runc
-// with runc's own state root, /run/runc.
+// with runc's own state root, /run/runc. podman's locks are files in its private tmp_dir
+// (lock_type "file"): its default, the shared memory segment /dev/shm/libpod_lock, would outlive
+// the test and be shared with the host's own podman.
 const removeHostCache = removeIfCreated([
   '/var/lib/containers', '/var/lib/containers/cache', '/var/lib/containers/cache/blob-info-cache-v1.boltdb', '/var/lib/cni', '/var/lib/cni/results', '/run/runc',
 ]);
@@ -45,7 +47,7 @@ test.before(async () => {
   const conf = path.join(d.dir, 'containers.conf');
   writeFileSync(
     conf,
-    `[network]\nnetwork_backend = "cni"\ncni_plugin_dirs = ["${dirs.bin}", "/usr/lib/cni"]\nnetwork_config_dir = "${dirs.conf}"\n[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\ntmp_dir = "${path.join(d.dir, 'podman-tmp')}"\n`,
+    `[network]\nnetwork_backend = "cni"\ncni_plugin_dirs = ["${dirs.bin}", "/usr/lib/cni"]\nnetwork_config_dir = "${dirs.conf}"\n[engine]\nlock_type = "file"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\ntmp_dir = "${path.join(d.dir, 'podman-tmp')}"\n`,
   );
   env = { ...process.env, CONTAINERS_CONF: conf };
   const tar = path.join(d.dir, 'rootfs.tar');

@@ -39,14 +39,16 @@ const versionB = '99.0.0-upgrade';
 
 // podman and buildah (build-image.sh's too) on private storage and network config, through
 // the files both read: the host's /var/lib/containers, /run/containers and /etc/cni/net.d (where
-// their CNI backend takes a lock file even for --network host) are left as they were.
+// their CNI backend takes a lock file even for --network host) are left as they were. File
+// locks in the private tmp_dir: podman's default, a shared memory segment /dev/shm/libpod_lock,
+// would outlive the test and be shared with the host's own podman.
 const containersDir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-containers-`));
 const podmanNetDir = path.join(containersDir, 'net.d');
 const storageRoot = path.join(containersDir, 'storage');
 writeFileSync(path.join(containersDir, 'storage.conf'), `[storage]\ndriver = "overlay"\ngraphroot = "${storageRoot}"\nrunroot = "${path.join(containersDir, 'run')}"\n`);
 writeFileSync(
   path.join(containersDir, 'containers.conf'),
-  `[network]\nnetwork_backend = "cni"\nnetwork_config_dir = "${podmanNetDir}"\n[engine]\ntmp_dir = "${path.join(containersDir, 'tmp')}"\n`,
+  `[network]\nnetwork_backend = "cni"\nnetwork_config_dir = "${podmanNetDir}"\n[engine]\nlock_type = "file"\ntmp_dir = "${path.join(containersDir, 'tmp')}"\n`,
 );
 const containersEnv = {
   ...process.env,
