@@ -24,7 +24,15 @@ interface Serialized<T> {
   id: string;
   file: string;
   text: string;
-  stored: T;
+  stored: Stored<T>;
+}
+
+/** A record as the store holds it: the document, or (schema-less stores) the text that was
+ * written, parsed on first read. Most records are replaced before anyone reads them (an
+ * attach's journal entry), so their parse is never paid. */
+interface Stored<T> {
+  doc?: T;
+  text?: string;
 }
 
 /** A write serialized by prepare(), done by commit() (once). */
@@ -52,7 +60,7 @@ export interface OpenOptions {
 const LOAD_CONCURRENCY = 32;
 
 /** Throws when any record's format `version` is newer than `readable`. */
-function refuseNewerRecords(dir: string, docs: ReadonlyMap<string, unknown>, readable: number): void {
+function refuseNewerRecords(dir: string, docs: Iterable<[string, unknown]>, readable: number): void {
   const newer: string[] = [];
   let newest = readable;
   for (const [id, doc] of docs) {
@@ -73,7 +81,7 @@ function refuseNewerRecords(dir: string, docs: ReadonlyMap<string, unknown>, rea
 }
 
 export class RecordStore<T> {
-  private readonly docs = new Map<string, T>();
+  private readonly docs = new Map<string, Stored<T>>();
   /** Per-id tail of pending writes: each write starts after the previous one for that id. */
   private readonly chains = new Map<string, Promise<void>>();
   private readonly found: StoreProblem[] = [];
@@ -112,13 +120,13 @@ export class RecordStore<T> {
       if (!entry.isFile()) return report(entry.name, 'skipped: not a regular file');
       const result = store.decode(await readFile(path.join(dir, entry.name), 'utf8'));
       if ('error' in result) return report(entry.name, `skipped: ${result.error}`);
-      store.docs.set(id, result.doc);
+      store.docs.set(id, { doc: result.doc });
     };
     for (let i = 0; i < entries.length; i += LOAD_CONCURRENCY) {
       await Promise.all(entries.slice(i, i + LOAD_CONCURRENCY).map(load));
     }
     if (removedTmp) await fsyncDir(dir);
-    if (options.formatVersion !== undefined) refuseNewerRecords(dir, store.docs, options.formatVersion);
+    if (options.formatVersion !== undefined) refuseNewerRecords(dir, store.entries(), options.formatVersion);
     return store;
   }
 
@@ -131,21 +139,31 @@ export class RecordStore<T> {
     return this.docs.size;
   }
 
-  /** The last written document. Treat it as read-only: change a copy and put() that. */
+  /** The last written document, exactly what open() would read back. Treat it as read-only:
+   * change a copy and put() that. */
   get(id: string): T | undefined {
-    return this.docs.get(id);
+    const stored = this.docs.get(id);
+    return stored && this.docOf(stored);
   }
 
   has(id: string): boolean {
     return this.docs.has(id);
   }
 
-  values(): IterableIterator<T> {
-    return this.docs.values();
+  *values(): IterableIterator<T> {
+    for (const stored of this.docs.values()) yield this.docOf(stored);
   }
 
-  entries(): IterableIterator<[string, T]> {
-    return this.docs.entries();
+  *entries(): IterableIterator<[string, T]> {
+    for (const [id, stored] of this.docs) yield [id, this.docOf(stored)];
+  }
+
+  private docOf(stored: Stored<T>): T {
+    if (stored.text !== undefined) {
+      stored.doc = JSON.parse(stored.text) as T;
+      stored.text = undefined;
+    }
+    return stored.doc as T;
   }
 
   ids(): IterableIterator<string> {
@@ -186,14 +204,19 @@ export class RecordStore<T> {
     });
   }
 
-  /** One line of JSON (V8 writes it several times faster than an indented one), and the copy
-   * get() will answer: exactly what open() reads back after a restart. */
+  /** One line of JSON (V8 writes it several times faster than an indented one), and what get()
+   * will answer: exactly what open() reads back after a restart. With a schema the text is
+   * read back now, so a document the schema would refuse is never written; without one, JSON
+   * that JSON.stringify wrote always reads back, and get() parses it when first asked. */
   private serialize(id: string, doc: T): Serialized<T> {
     const file = path.join(this.dir, fileNameOf(id));
-    const text = `${JSON.stringify(doc)}\n`;
+    const json = JSON.stringify(doc) as string | undefined;
+    if (json === undefined) throw new KnitError('INTERNAL', `record ${JSON.stringify(id)} would not load back: it has no JSON form`);
+    const text = `${json}\n`;
+    if (!this.schema) return { id, file, text, stored: { text } };
     const result = this.decode(text);
     if ('error' in result) throw new KnitError('INTERNAL', `record ${JSON.stringify(id)} would not load back: ${result.error}`);
-    return { id, file, text, stored: result.doc };
+    return { id, file, text, stored: { doc: result.doc } };
   }
 
   /** Delete the record durably. Removing an absent id is not an error. */

@@ -141,6 +141,23 @@ test('concurrent puts for one id land in call order: the last one wins, in memor
   t.deepEqual(reopened.get('sb'), { seq: 99 });
 });
 
+test('get answers a document equal to what open() reads back, the same object on every read, never the one put', async (t) => {
+  const dir = await tempDir(t, 'read-back');
+  const store = await RecordStore.open<{ n: number; at?: unknown; gone?: unknown }>(dir);
+  const doc = { n: 1, at: new Date(0), gone: undefined };
+  await store.put('sb', doc);
+  doc.n = 2;
+  const first = store.get('sb');
+  t.deepEqual(first, { n: 1, at: '1970-01-01T00:00:00.000Z' }, 'as JSON has it: a date as text, undefined left out');
+  t.is(store.get('sb'), first, 'parsed once');
+  t.deepEqual([...store.values()], [first]);
+  t.deepEqual([...store.entries()], [['sb', first]]);
+  t.deepEqual((await RecordStore.open(dir)).get('sb'), first);
+  // A document with no JSON form is refused at the put, and nothing is written.
+  await t.throwsAsync(store.put('none', undefined as never), { instanceOf: KnitError, message: /would not load back/ });
+  t.false(store.has('none'));
+});
+
 test('a failed write rejects, keeps the previous document, and does not block later writes', async (t) => {
   const dir = await tempDir(t, 'fail');
   const sub = path.join(dir, 'records');
