@@ -18,6 +18,9 @@ export function setInstance(name: string): void {
 
 const aliasPrefix = () => `${instance}:`;
 
+/** reapGroup() of the last instance asked about: every attach and detach asks. */
+let reapGroupOf: { instance: string; group: number } | undefined;
+
 /** Devices made inert by Detach wait in this link group; the reaper deletes the group in one
  * request, paying the kernel's per-veth RCU wait once for all of them. "knt\x01" for the
  * default instance, a hash of the name for others. */
@@ -26,10 +29,6 @@ export function reapGroup(): number {
   if (reapGroupOf?.instance !== instance) reapGroupOf = { instance, group: (parseInt(digest('reap', instance).slice(0, 7), 16) | 0x10000000) >>> 0 };
   return reapGroupOf.group;
 }
-
-/** reapGroup() of the last instance asked about: every attach and detach asks. */
-let reapGroupOf: { instance: string; group: number } | undefined;
-
 
 /** Host-side device name for one sandbox interface: "kn" + 10 hex = 12 bytes (≤ 15). */
 export function hostIfName(sandboxId: string, ifname: string, role = ''): string {

@@ -16,6 +16,7 @@ import { parksIn } from './reaper.js';
 import { GoneNetnsSweeper, runsLow } from './gone-netns.js';
 import { nodeStatus } from './node-status.js';
 import type { ManagerDeps } from './ports.js';
+import type { PreparedPut } from '../store/record-store.js';
 import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
 import { checkChains, displaySteps, hasChain, withChainParts } from './cni-steps.js';
 import { DeviceClaims, type PrepareEnv } from './device-claims.js';
@@ -178,7 +179,7 @@ export class SandboxManager implements SandboxService {
     let done = 0;
     let result = planned;
     let parts = plannedParts;
-    let attachedWrite: { commit(): Promise<void> } | undefined;
+    let attachedWrite: PreparedPut | undefined;
     try {
       const running = runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
       // Without a CNI chain the plan's result is the answer, so the 'attached' record is

@@ -6,6 +6,7 @@ import type { KnitError } from '../base/errors.js';
 import type { AttachRequest, AttachResult, Extension, RuntimeKind } from '../base/types.js';
 import type { ActionRunner, Failpoint } from './executor.js';
 import type { NetnsIdentity, SandboxRecord } from './record.js';
+import type { PreparedPut } from '../store/record-store.js';
 
 /** src/core/reaper.ts: kick() after parking devices (with the sandbox netns when some were
  * parked there); whenReaped() resolves once they are gone. */
@@ -20,7 +21,7 @@ export interface RecordStorePort<T> {
   put(id: string, doc: T): Promise<void>;
   /** put()'s serialization now and its write at commit(): the store's work done while the
    * caller waits on something else. Optional: a caller without it puts. */
-  prepare?(id: string, doc: T): { commit(): Promise<void> };
+  prepare?(id: string, doc: T): PreparedPut;
   remove(id: string): Promise<void>;
 }
 

@@ -3,12 +3,12 @@
 // lasted only until the reaper deleted the device; the announcements still show it.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { eventually } from './ns-fixtures.js';
 
 export interface LinkEvent {
   ifindex: number;
   ifname: string;
   flags: string[];
-  master?: string;
   group?: string;
   deleted: boolean;
   line: string;
@@ -16,7 +16,7 @@ export interface LinkEvent {
 
 const EVENT = /^(Deleted )?(\d+): ([^:@\s]+)(?:@\S+)?: <([^>]*)>(.*)$/;
 
-export function parseLinkEvent(line: string): LinkEvent | undefined {
+function parseLinkEvent(line: string): LinkEvent | undefined {
   const m = EVENT.exec(line.trim());
   if (!m) return undefined;
   const rest = m[5];
@@ -24,7 +24,6 @@ export function parseLinkEvent(line: string): LinkEvent | undefined {
     ifindex: Number(m[2]),
     ifname: m[3],
     flags: m[4] ? m[4].split(',') : [],
-    master: / master (\S+)/.exec(rest)?.[1],
     group: / group (\S+)/.exec(rest)?.[1],
     deleted: !!m[1],
     line,
@@ -57,17 +56,13 @@ export async function linkEventsDuring(
   mon.stdout.on('data', (b) => (out += b));
   const exited = new Promise((r) => mon.once('exit', r));
   const events = () => out.split('\n').map(parseLinkEvent).filter((e): e is LinkEvent => !!e);
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   try {
-    let deadline = Date.now() + 5_000;
-    while (!subscribed(mon.pid!)) {
-      if (Date.now() > deadline || mon.exitCode !== null) throw new Error('ip monitor link did not start');
-      await sleep(5);
-    }
+    await eventually(() => (subscribed(mon.pid!) || mon.exitCode !== null ? true : undefined), 1000, 5);
+    if (mon.exitCode !== null) throw new Error('ip monitor link did not start');
     await during();
-    if (!until) await sleep(100);
-    deadline = Date.now() + 5_000;
-    while (until && !until(events()) && Date.now() < deadline) await sleep(5);
+    if (!until) await new Promise((r) => setTimeout(r, 100));
+    // Not met in time: the caller's assertion shows what was announced.
+    else await eventually(() => (until(events()) ? true : undefined), 1000, 5).catch(() => undefined);
   } finally {
     mon.kill();
     await exited;

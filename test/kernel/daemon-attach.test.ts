@@ -13,6 +13,7 @@ import { link } from '../helpers/observe.js';
 const P = 'kda';
 const SUBNET = '10.231.1.0/24';
 const opts = { prefix: P, subnet: SUBNET };
+setInstance(`knit-${P}`); // reapGroup() answers for this test's daemon
 let d: Daemon | undefined;
 const { pod, netnsNames, ids } = podFactory(P);
 
@@ -173,7 +174,6 @@ test.serial('a new sandbox can attach into a netns the moment the previous one d
   ids.push(`${P}-sb9b`);
   await d!.call('Attach', attachReq(p.id, p.path));
   const hostName = hostLinks().find((l) => l.ifalias?.includes(`sandbox=${p.id};`))!.ifname;
-  setInstance(`knit-${P}`); // reapGroup() of this test's daemon
   const isPark = (e: LinkEvent) => e.ifname === hostName && !e.deleted && e.group === String(reapGroup());
   const events = await linkEventsDuring(() => d!.call('Detach', { sandbox_id: p.id }), { until: (es) => es.some(isPark) });
   // Detach answered once the pair was inert. The kernel's announcement of the park (seen even if
@@ -218,7 +218,6 @@ test.serial("what detached sandboxes left for the reaper is moved aside by the n
   t.not(eth0.ifindex, before.get('eth0'), 'eth0 is the new pod end');
   t.is(eth0.address, result.interfaces.find((i: any) => i.sandbox).mac);
   t.true(eth0.ifalias.startsWith(`knit-${P}:sandbox=${p.id};`));
-  setInstance(`knit-${P}`);
   for (const name of ['eth0', 'net1']) {
     const left = links.find((l: any) => l.ifindex === before.get(name));
     t.is(left.ifname, `kxe${left.ifindex}`, `the old ${name} is renamed out of the way`);
@@ -237,7 +236,6 @@ test.serial("a host end Detach parked under its own name is moved aside by the n
   // the reaper deletes it. The same sandbox attached again before that wants the same name.
   // Made by hand here, once the reaper has finished with what earlier tests parked (it deletes
   // the whole reap group when a detach kicks it, and nothing kicks it during this attach).
-  setInstance(`knit-${P}`);
   const inReapGroup = () => hostLinks().filter((l) => l.ifalias?.startsWith(`knit-${P}:`) && l.group === String(reapGroup()));
   await eventually(() => inReapGroup().length === 0, 'earlier parked devices reaped');
   const p = pod(12);

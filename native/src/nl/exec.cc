@@ -1,6 +1,7 @@
 #include "nl/exec.h"
 
 #include <errno.h>
+#include <linux/if.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <unistd.h>
@@ -25,6 +26,16 @@ int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string
   for (const auto& m : replies)
     if (ParseLink(m, out)) return 0;
   return -ENODEV;
+}
+
+int SetLinkUp(Socket& s, uint32_t index, bool up, std::string* extack) {
+  Builder b(RTM_NEWLINK, kAck);
+  ifinfomsg ifi{};
+  ifi.ifi_index = static_cast<int>(index);
+  ifi.ifi_change = IFF_UP;
+  ifi.ifi_flags = up ? IFF_UP : 0;
+  b.Struct(&ifi, sizeof ifi);
+  return s.Transact(std::move(b.Bytes()), nullptr, extack);
 }
 
 namespace {

@@ -72,6 +72,8 @@ PreparedOp PrepareTunOpen(const Fields& f);
 bool ParseLink(const Message& m, LinkInfo* out);
 // One link by name (RTM_GETLINK with IFLA_IFNAME, no dump): 0, or -ENODEV when there is none.
 int GetLinkByName(Socket& s, const std::string& name, LinkInfo* out, std::string* extack);  // exec.cc
+// Sets one link up or down by ifindex: 0 or -errno.
+int SetLinkUp(Socket& s, uint32_t index, bool up, std::string* extack);  // exec.cc
 // tbf's TCA_OPTIONS in a qdisc dump: its rate (bytes/s) and queue limit (bytes).
 void ParseTbfOptions(const Attr& options, QdiscInfo* out);
 bool ParseAddr(const Message& m, AddrInfo* out);

@@ -51,18 +51,6 @@ int SetAlias(Socket& socket, uint32_t index, const std::string& alias, OpError* 
   return rc;
 }
 
-// Brings a link up by ifindex.
-int SetUp(Socket& socket, uint32_t index, OpError* err) {
-  Builder b(RTM_SETLINK, kAck);
-  ifinfomsg ifi{};
-  ifi.ifi_index = static_cast<int>(index);
-  ifi.ifi_flags = ifi.ifi_change = IFF_UP;
-  b.Struct(&ifi, sizeof ifi);
-  int rc = socket.Transact(std::move(b.Bytes()), nullptr, &err->extack);
-  if (rc < 0) err->context = "set new link " + std::to_string(index) + " up";
-  return rc;
-}
-
 // A veth peer made in another netns is only reachable by a socket in that netns. IFLA_TARGET_
 // NETNSID would not do: RTM_SETLINK finds the link by ifindex in the socket's own netns and
 // reads the attribute as "move the link there" (docs/peer-retire.md).
@@ -241,7 +229,10 @@ PreparedOp PrepareLinkAdd(const Fields& f) {
     op.afterCreate = [alias, peerAlias, peerNetns, noLinkLocal, upAfterAlias](RunContext& ctx, const LinkInfo& made, OpError* err) {
       if (alias) {
         int rc = SetAlias(*ctx.socket, made.index, *alias, err, noLinkLocal);
-        if (rc == 0 && upAfterAlias) rc = SetUp(*ctx.socket, made.index, err);
+        if (rc == 0 && upAfterAlias) {
+          rc = SetLinkUp(*ctx.socket, made.index, true, &err->extack);
+          if (rc < 0) err->context = "set new link " + std::to_string(made.index) + " up";
+        }
         if (rc < 0) return rc;
       }
       if (!peerAlias) return 0;

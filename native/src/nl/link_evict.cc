@@ -21,15 +21,6 @@ namespace knit::nl {
 
 namespace {
 
-int SetDown(Socket& s, uint32_t index, std::string* extack) {
-  Builder b(RTM_NEWLINK, kAck);
-  ifinfomsg ifi{};
-  ifi.ifi_index = static_cast<int>(index);
-  ifi.ifi_change = IFF_UP;
-  b.Struct(&ifi, sizeof ifi);
-  return s.Transact(std::move(b.Bytes()), nullptr, extack);
-}
-
 // Renames the link (which must be down) to `to`, and puts it in `group` when given.
 int Rename(Socket& s, uint32_t index, const std::string& to, std::optional<uint32_t> group, std::string* extack) {
   Builder b(RTM_NEWLINK, kAck);
@@ -102,7 +93,7 @@ PreparedOp PrepareLinkEvict(const Fields& f) {
       // A link must be down to be renamed, and the kernel renames before it applies flags: two
       // requests. Named after its ifindex: unique in this netns while it waits for the reaper.
       const std::string rename = "kxe" + std::to_string(index);
-      rc = SetDown(*ctx.socket, index, &err->extack);
+      rc = SetLinkUp(*ctx.socket, index, false, &err->extack);
       if (rc == 0) rc = Rename(*ctx.socket, index, rename, group, &err->extack);
       if (rc == -ENODEV) continue;  // gone meanwhile: nothing left to move
       if (rc < 0) {
