@@ -5,6 +5,7 @@
 // KubeVirt tap are the same kernel work in knit: veth + tap + a redirect each way) add that
 // tap and the two redirects inside the netns, so VM attaches have a floor too.
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
+import { createBridge } from '../lib/world.js';
 import { ipBatch } from '../lib/exec.js';
 import { LineProcess } from '../lib/line-process.js';
 import { buildFloor } from '../floor/build.js';
@@ -32,11 +33,7 @@ export class FloorCContender implements Contender {
     this.ctx = ctx;
     this.net = ctx.network;
     this.binary = await buildFloor();
-    await ipBatch([
-      `link add ${this.net.bridge} type bridge`,
-      `addr add ${this.net.gateway}/${this.net.prefixLength} dev ${this.net.bridge}`,
-      `link set ${this.net.bridge} up`,
-    ]);
+    await createBridge(this.net);
     this.bridgeMade = true;
     this.idle.push(this.spawn());
   }

@@ -4,6 +4,7 @@ import type { Contender } from '../lib/contender.js';
 import { CniContender } from './cni.js';
 import { FloorCContender } from './floor-c.js';
 import { FloorIpContender } from './floor-ip.js';
+import { GrpcAddonContender } from './grpc-addon.js';
 import { GrpcBaselineContender } from './grpc-baseline.js';
 import { KnitContender } from './knit.js';
 
@@ -17,4 +18,5 @@ export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => 
   { name: 'floor-ip', tag: 'i', make: () => new FloorIpContender() },
   { name: 'grpc', tag: 'g', make: () => new GrpcBaselineContender() },
   { name: 'grpc-c', tag: 'h', make: () => new GrpcBaselineContender('c-core') },
+  { name: 'grpc-addon', tag: 'a', make: () => new GrpcAddonContender() },
 ];

@@ -1,4 +1,5 @@
-// Loads bench/grpc/empty.proto (read from the source tree: tsc does not copy .proto files).
+// Loads the bench's own services from bench/grpc/*.proto (read from the source tree: tsc does
+// not copy .proto files).
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
@@ -6,8 +7,18 @@ import path from 'node:path';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
+function service(file: string, name: string): grpc.ServiceClientConstructor {
+  const def = protoLoader.loadSync(path.join(repoRoot, 'bench', 'grpc', file), { keepCase: true });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as { knitbench: Record<string, grpc.ServiceClientConstructor> };
+  return pkg.knitbench[name];
+}
+
+/** knitbench.Empty (empty.proto): the transport and nothing else. */
 export function emptyService(): grpc.ServiceClientConstructor {
-  const def = protoLoader.loadSync(path.join(repoRoot, 'bench', 'grpc', 'empty.proto'));
-  const pkg = grpc.loadPackageDefinition(def) as unknown as { knitbench: { Empty: grpc.ServiceClientConstructor } };
-  return pkg.knitbench.Empty;
+  return service('empty.proto', 'Empty');
+}
+
+/** knitbench.AddonFloor (addon.proto): the floor's requests through knit's addon. */
+export function addonFloorService(): grpc.ServiceClientConstructor {
+  return service('addon.proto', 'AddonFloor');
 }

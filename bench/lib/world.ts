@@ -98,15 +98,6 @@ export class World {
     throw new Error('bench: no free 10.x.0.0/16 between 10.200 and 10.254 (all overlap host routes)');
   }
 
-  /** Create a bridge with the gateway address, up (what CNI's isGateway does on first ADD). */
-  async createBridge(net: BenchNetwork): Promise<void> {
-    await ipBatch([
-      `link add ${net.bridge} type bridge`,
-      `addr add ${net.gateway}/${net.prefixLength} dev ${net.bridge}`,
-      `link set ${net.bridge} up`,
-    ]);
-  }
-
   /** Create named netns in one exec (before any clock starts). */
   async addNetns(names: readonly string[]): Promise<void> {
     // a phase still running after Ctrl-C must not make netns the sweep has already passed
@@ -187,4 +178,14 @@ export async function sweepPrefix(prefix: string, log: (line: string) => void = 
     await ipBatch(links.map((n) => `link del ${n}`), undefined, true);
     log(`cleanup: deleted ${links.length} links ${prefix}*`);
   }
+}
+
+/** Creates a contender's bridge with the gateway address, up (what CNI's isGateway does on its
+ * first ADD), for contenders that bring their own bridge. */
+export async function createBridge(net: BenchNetwork): Promise<void> {
+  await ipBatch([
+    `link add ${net.bridge} type bridge`,
+    `addr add ${net.gateway}/${net.prefixLength} dev ${net.bridge}`,
+    `link set ${net.bridge} up`,
+  ]);
 }

@@ -1,0 +1,96 @@
+// knit's design with none of knit's logic: a grpc-js server (bench/grpc/addon-server.ts) whose
+// handler sends the C floor's requests through knit's addon, the host batch and the pod batch
+// each on a pool thread as the daemon sends them, and parks a detached host end for a reaper.
+// Attach and detach are timed client-observed with a grpc-js client, as for 'knit': what knit
+// takes beyond this row is its own logic (validation, plan, IPAM, the journal and records, its
+// tags and checks); what this row takes beyond floor-c plus the empty call is the addon's hops.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
+import { createBridge } from '../lib/world.js';
+import { startDaemon, type Daemon } from '../lib/daemon.js';
+import { exec, ipBatch } from '../lib/exec.js';
+import { addonFloorService } from '../grpc/proto.js';
+
+const serverScript = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'grpc', 'addon-server.js');
+
+type Unary = (req: object, cb: (err: grpc.ServiceError | null) => void) => void;
+
+export class GrpcAddonContender implements Contender {
+  readonly name = 'grpc-addon';
+  readonly label = 'gRPC + the floor\'s requests through knit\'s addon (no knit logic)';
+  readonly kind = 'network';
+  readonly flavors: readonly Flavor[] = ['runc'];
+  readonly maxConcurrency = 16;
+  private net?: BenchNetwork;
+  private daemon?: Daemon;
+  private client?: grpc.Client;
+  private bridgeMade = false;
+  /** The server's reap group: unique to this run's prefix, clear of knit's (names.ts). */
+  private group = 0;
+  /** Host ends get a fresh name per attach: a parked end keeps its name until the reaper's
+   * delete, and this server has no reclaim of a parked name as knit's create has. */
+  private hostPrefix = '';
+  private made = 0;
+  private readonly hostLinks = new Map<string, string>();
+
+  async setup(ctx: SetupContext): Promise<void> {
+    this.net = ctx.network;
+    this.hostPrefix = `${ctx.prefix}a-`;
+    this.group = 0x0b000000 + (parseInt(ctx.prefix.replace(/[^0-9a-z]/g, ''), 36) % 0xffffff);
+    await createBridge(this.net);
+    this.bridgeMade = true;
+    const socket = path.join(ctx.scratch, 'addon.sock');
+    this.daemon = await startDaemon({ what: 'addon floor server', cmd: process.execPath, args: [serverScript, socket, this.net.bridge, String(this.group)], readyLine: /^ready$/ });
+    ctx.trackPid(this.daemon.pid, 'addon floor server');
+    const Floor = addonFloorService();
+    this.client = new Floor(`unix://${socket}`, grpc.credentials.createInsecure());
+    await new Promise<void>((resolve, reject) =>
+      this.client!.waitForReady(Date.now() + 5000, (err) => (err ? reject(new Error(`addon floor server at ${socket}: ${err.message}`)) : resolve())),
+    );
+  }
+
+  attach(sb: Sandbox): Promise<void> {
+    const net = this.net!;
+    const hostLink = `${this.hostPrefix}${(this.made++).toString(36)}`;
+    this.hostLinks.set(sb.id, hostLink);
+    return this.call('Attach', {
+      sandbox_id: sb.id, netns_path: sb.netnsPath, host_link: hostLink, ifname: sb.ifname, address: net.addressFor(sb.slot), gateway: net.gateway,
+    });
+  }
+
+  detach(sb: Sandbox): Promise<void> {
+    const hostLink = this.hostLinks.get(sb.id);
+    this.hostLinks.delete(sb.id);
+    if (!hostLink) return Promise.resolve(); // never attached
+    return this.call('Detach', { sandbox_id: sb.id, host_link: hostLink });
+  }
+
+  /** Detach only parks the host end; wait until the server's reaper deleted it, as for knit. */
+  async settle(): Promise<void> {
+    const until = Date.now() + 2000;
+    while (Date.now() < until) {
+      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(this.group)], { allowFailure: true });
+      // ip 6.1's JSON has an empty object for every link the group filter left out
+      if (!(JSON.parse(r.stdout || '[]') as Array<{ ifname?: string }>).some((l) => l.ifname)) return;
+      await new Promise((res) => setTimeout(res, 5));
+    }
+  }
+
+  daemonPid(): number | undefined {
+    return this.daemon?.pid;
+  }
+
+  async teardown(): Promise<void> {
+    this.client?.close();
+    await this.daemon?.stop();
+    if (this.group) await ipBatch([`link del group ${this.group}`], undefined, true);
+    if (this.bridgeMade) await ipBatch([`link del ${this.net!.bridge}`], undefined, true);
+  }
+
+  private call(method: string, req: object): Promise<void> {
+    const fn = (this.client as unknown as Record<string, Unary>)[method];
+    return new Promise((resolve, reject) => fn.call(this.client, req, (err) => (err ? reject(new Error(`${method}: ${err.message}`)) : resolve())));
+  }
+}

@@ -1,0 +1,81 @@
+// The lower bound of knit's design, as a server: a grpc-js handler that sends the C floor's
+// netlink requests through knit's addon the way the daemon does (the host batch on a pool
+// thread, the pod batch opened, run and closed in one pool hop), and parks a detached host end
+// for a reaper as knit does, with no validation, plan, IPAM, records or logging. What knit takes
+// beyond this contender is the cost of its own logic.
+// Usage: node addon-server.js <socket path> <bridge> <reap group>; prints "ready" once bound,
+// exits on SIGTERM/EOF.
+import * as grpc from '@grpc/grpc-js';
+import { addonFloorService } from './proto.js';
+import { serveChild } from './child-server.js';
+import { NetHandle, runInNetns } from '../../src/net/handle.js';
+
+const [socket, bridge, groupArg] = process.argv.slice(2);
+if (!socket || !bridge || !groupArg) {
+  console.error('usage: addon-server <socket path> <bridge> <reap group>');
+  process.exit(2);
+}
+const group = Number(groupArg);
+/** One handle per batch in flight, as knit's action runner keeps (up to four). */
+const idle: NetHandle[] = [];
+const reaperHandle = NetHandle.open();
+
+async function onHost<T>(work: (h: NetHandle) => Promise<T>): Promise<T> {
+  const h = idle.pop() ?? NetHandle.open();
+  try {
+    return await work(h);
+  } finally {
+    idle.push(h);
+  }
+}
+
+interface FloorAttach { sandbox_id: string; netns_path: string; host_link: string; ifname: string; address: string; gateway: string }
+interface FloorDetach { sandbox_id: string; host_link: string }
+
+async function attach(r: FloorAttach): Promise<object> {
+  await onHost((h) =>
+    h.runOnPool([{ op: 'link.add', kind: 'veth', name: r.host_link, mtu: 1500, master: bridge, up: true, peer: { name: r.ifname, netns: r.netns_path } }]),
+  );
+  await runInNetns(r.netns_path, [
+    { op: 'link.set', link: r.ifname, up: true },
+    { op: 'addr.add', link: r.ifname, address: r.address },
+    { op: 'route.add', dst: 'default', gateway: r.gateway },
+  ]);
+  return { host_link: r.host_link, address: r.address };
+}
+
+let reaping = false;
+let again = false;
+/** Deletes the reap group after the answers, one request for every parked end, gathering for
+ * 25 ms first, as knit's reaper does (src/core/reaper.ts). */
+function reap(): void {
+  if (reaping) {
+    again = true;
+    return;
+  }
+  reaping = true;
+  void reaperHandle
+    .runOnPool([{ op: 'link.delGroup', group, ignoreMissing: true }])
+    .catch((err: Error) => console.error(`addon-server: reap: ${err.message}`))
+    .finally(() => {
+      reaping = false;
+      if (again) {
+        again = false;
+        reap();
+      }
+    });
+}
+
+async function detach(r: FloorDetach): Promise<object> {
+  await onHost((h) => h.runOnPool([{ op: 'link.set', link: r.host_link, up: false, group }]));
+  setTimeout(reap, 25);
+  return {};
+}
+
+function unary<Req>(fn: (r: Req) => Promise<object>): grpc.handleUnaryCall<Req, object> {
+  return (call, done) => fn(call.request).then((res) => done(null, res), (err: Error) => done({ code: grpc.status.INTERNAL, details: err.message }));
+}
+
+const server = new grpc.Server({ 'grpc.enable_channelz': 0 }); // knit's transport settings
+server.addService(addonFloorService().service, { Attach: unary(attach), Detach: unary(detach) });
+serveChild(server, socket, 'addon-server');
