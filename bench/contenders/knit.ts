@@ -2,7 +2,7 @@
 // and socket; each attach is one Attach RPC and each detach one Detach RPC, from a grpc-js
 // client ('knit') or a C-core client ('knit-c', as a Go or C caller would see knit). The clock
 // runs around the call, so the transport is included: compare with the grpc / grpc-c rows.
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -202,12 +202,20 @@ function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): obj
   };
 }
 
-/** `knit serve` when the CLI is built, else the bench's launcher around the same serve(). */
-/** KNIT_BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the daemon's
+/** `knit serve` when the CLI is built, else the bench's launcher around the same serve(), with
+ * the node flags `bin/knit` starts the daemon with (its shebang line), as a node runs it.
+ * KNIT_BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the daemon's
  * node only, for profiling the daemon's side of a run (Node refuses --cpu-prof in NODE_OPTIONS). */
 function daemonCommand(configPath: string): { cmd: string; args: string[] } {
-  const nodeArgs = process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+  const nodeArgs = [...launcherNodeFlags(), ...(process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [])];
   const cli = path.join(repoRoot, 'build', 'src', 'cli', 'main.js');
   if (existsSync(cli)) return { cmd: process.execPath, args: [...nodeArgs, cli, 'serve', '--config', configPath] };
   return { cmd: process.execPath, args: [...nodeArgs, path.join(repoRoot, 'build', 'bench', 'knit-daemon.js'), configPath] };
+}
+
+/** "#!/usr/bin/env -S node --max-semi-space-size=4" → ["--max-semi-space-size=4"]. */
+function launcherNodeFlags(): string[] {
+  const shebang = readFileSync(path.join(repoRoot, 'bin', 'knit'), 'utf8').split('\n', 1)[0];
+  const words = shebang.split(/\s+/);
+  return words.slice(words.indexOf('node') + 1);
 }
