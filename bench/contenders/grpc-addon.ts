@@ -4,18 +4,10 @@
 // Attach and detach are timed client-observed with a grpc-js client, as for 'knit': what knit
 // takes beyond this row is its own logic (validation, plan, IPAM, the journal and records, its
 // tags and checks); what this row takes beyond floor-c plus the empty call is the addon's hops.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { createBridge } from '../lib/world.js';
-import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { exec, ipBatch } from '../lib/exec.js';
-import { addonFloorService } from '../grpc/proto.js';
-
-const serverScript = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'grpc', 'addon-server.js');
-
-type Unary = (req: object, cb: (err: grpc.ServiceError | null) => void) => void;
+import { FloorServer } from './floor-service.js';
 
 export class GrpcAddonContender implements Contender {
   readonly name = 'grpc-addon';
@@ -24,8 +16,7 @@ export class GrpcAddonContender implements Contender {
   readonly flavors: readonly Flavor[] = ['runc'];
   readonly maxConcurrency = 16;
   private net?: BenchNetwork;
-  private daemon?: Daemon;
-  private client?: grpc.Client;
+  private readonly server = new FloorServer();
   private bridgeMade = false;
   /** The server's reap group: unique to this run's prefix, clear of knit's (names.ts). */
   private group = 0;
@@ -41,21 +32,14 @@ export class GrpcAddonContender implements Contender {
     this.group = 0x0b000000 + (parseInt(ctx.prefix.replace(/[^0-9a-z]/g, ''), 36) % 0xffffff);
     await createBridge(this.net);
     this.bridgeMade = true;
-    const socket = path.join(ctx.scratch, 'addon.sock');
-    this.daemon = await startDaemon({ what: 'addon floor server', cmd: process.execPath, args: [serverScript, socket, this.net.bridge, String(this.group)], readyLine: /^ready$/ });
-    ctx.trackPid(this.daemon.pid, 'addon floor server');
-    const Floor = addonFloorService();
-    this.client = new Floor(`unix://${socket}`, grpc.credentials.createInsecure());
-    await new Promise<void>((resolve, reject) =>
-      this.client!.waitForReady(Date.now() + 5000, (err) => (err ? reject(new Error(`addon floor server at ${socket}: ${err.message}`)) : resolve())),
-    );
+    await this.server.start(ctx, 'addon-server.js', [this.net.bridge, String(this.group)], 'addon floor server');
   }
 
   attach(sb: Sandbox): Promise<void> {
     const net = this.net!;
     const hostLink = `${this.hostPrefix}${(this.made++).toString(36)}`;
     this.hostLinks.set(sb.id, hostLink);
-    return this.call('Attach', {
+    return this.server.call('Attach', {
       sandbox_id: sb.id, netns_path: sb.netnsPath, host_link: hostLink, ifname: sb.ifname, address: net.addressFor(sb.slot), gateway: net.gateway,
     });
   }
@@ -64,7 +48,7 @@ export class GrpcAddonContender implements Contender {
     const hostLink = this.hostLinks.get(sb.id);
     this.hostLinks.delete(sb.id);
     if (!hostLink) return Promise.resolve(); // never attached
-    return this.call('Detach', { sandbox_id: sb.id, host_link: hostLink });
+    return this.server.call('Detach', { sandbox_id: sb.id, host_link: hostLink });
   }
 
   /** Detach only parks the host end; wait until the server's reaper deleted it, as for knit. */
@@ -79,18 +63,12 @@ export class GrpcAddonContender implements Contender {
   }
 
   daemonPid(): number | undefined {
-    return this.daemon?.pid;
+    return this.server.pid;
   }
 
   async teardown(): Promise<void> {
-    this.client?.close();
-    await this.daemon?.stop();
+    await this.server.stop();
     if (this.group) await ipBatch([`link del group ${this.group}`], undefined, true);
     if (this.bridgeMade) await ipBatch([`link del ${this.net!.bridge}`], undefined, true);
-  }
-
-  private call(method: string, req: object): Promise<void> {
-    const fn = (this.client as unknown as Record<string, Unary>)[method];
-    return new Promise((resolve, reject) => fn.call(this.client, req, (err) => (err ? reject(new Error(`${method}: ${err.message}`)) : resolve())));
   }
 }

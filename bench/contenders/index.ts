@@ -5,6 +5,7 @@ import { CniContender } from './cni.js';
 import { FloorCContender } from './floor-c.js';
 import { FloorIpContender } from './floor-ip.js';
 import { GrpcAddonContender } from './grpc-addon.js';
+import { GrpcCniContender } from './grpc-cni.js';
 import { GrpcBaselineContender } from './grpc-baseline.js';
 import { KnitContender } from './knit.js';
 
@@ -19,4 +20,5 @@ export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => 
   { name: 'grpc', tag: 'g', make: () => new GrpcBaselineContender() },
   { name: 'grpc-c', tag: 'h', make: () => new GrpcBaselineContender('c-core') },
   { name: 'grpc-addon', tag: 'a', make: () => new GrpcAddonContender() },
+  { name: 'grpc-cni', tag: 'b', make: () => new GrpcCniContender() },
 ];

@@ -6,7 +6,7 @@
 // Usage: node addon-server.js <socket path> <bridge> <reap group>; prints "ready" once bound,
 // exits on SIGTERM/EOF.
 import * as grpc from '@grpc/grpc-js';
-import { addonFloorService } from './proto.js';
+import { floorService } from './proto.js';
 import { serveChild } from './child-server.js';
 import { NetHandle, runInNetns } from '../../src/net/handle.js';
 
@@ -77,5 +77,5 @@ function unary<Req>(fn: (r: Req) => Promise<object>): grpc.handleUnaryCall<Req, 
 }
 
 const server = new grpc.Server({ 'grpc.enable_channelz': 0 }); // knit's transport settings
-server.addService(addonFloorService().service, { Attach: unary(attach), Detach: unary(detach) });
+server.addService(floorService().service, { Attach: unary(attach), Detach: unary(detach) });
 serveChild(server, socket, 'addon-server');

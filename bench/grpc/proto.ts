@@ -18,7 +18,7 @@ export function emptyService(): grpc.ServiceClientConstructor {
   return service('empty.proto', 'Empty');
 }
 
-/** knitbench.AddonFloor (addon.proto): the floor's requests through knit's addon. */
-export function addonFloorService(): grpc.ServiceClientConstructor {
-  return service('addon.proto', 'AddonFloor');
+/** knitbench.Floor (floor.proto): knit's design with none of its logic. */
+export function floorService(): grpc.ServiceClientConstructor {
+  return service('floor.proto', 'Floor');
 }
