@@ -1,6 +1,7 @@
 // The lower bound of knit's design, as a server: a grpc-js handler that sends the C floor's
-// netlink requests through knit's addon the way the daemon does (the host batch on a pool
-// thread, the pod batch opened, run and closed in one pool hop), and parks a detached host end
+// netlink requests through knit's addon with the daemon's own action runner (the host batch on
+// a pool thread with one of up to four host sockets, the pod batch opened, run and closed in
+// one pool hop), and parks a detached host end
 // for a reaper as knit does, with no validation, plan, IPAM, records or logging. What knit takes
 // beyond this contender is the cost of its own logic.
 // Usage: node addon-server.js <socket path> <bridge> <reap group>; prints "ready" once bound,
@@ -8,7 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { floorService } from './proto.js';
 import { serveChild } from './child-server.js';
-import { NetHandle, runInNetns } from '../../src/net/handle.js';
+import { DaemonActionRunner } from '../../src/daemon/action-runner.js';
 
 const [socket, bridge, groupArg] = process.argv.slice(2);
 if (!socket || !bridge || !groupArg) {
@@ -16,27 +17,17 @@ if (!socket || !bridge || !groupArg) {
   process.exit(2);
 }
 const group = Number(groupArg);
-/** One handle per batch in flight, as knit's action runner keeps (up to four). */
-const idle: NetHandle[] = [];
-const reaperHandle = NetHandle.open();
-
-async function onHost<T>(work: (h: NetHandle) => Promise<T>): Promise<T> {
-  const h = idle.pop() ?? NetHandle.open();
-  try {
-    return await work(h);
-  } finally {
-    idle.push(h);
-  }
-}
+// The daemon's own runner: up to four host sockets, a pod batch in one pool hop.
+const runner = new DaemonActionRunner();
 
 interface FloorAttach { sandbox_id: string; netns_path: string; host_link: string; ifname: string; address: string; gateway: string }
 interface FloorDetach { sandbox_id: string; host_link: string }
 
 async function attach(r: FloorAttach): Promise<object> {
-  await onHost((h) =>
-    h.runOnPool([{ op: 'link.add', kind: 'veth', name: r.host_link, mtu: 1500, master: bridge, up: true, peer: { name: r.ifname, netns: r.netns_path } }]),
-  );
-  await runInNetns(r.netns_path, [
+  await runner.runOps(undefined, [
+    { op: 'link.add', kind: 'veth', name: r.host_link, mtu: 1500, master: bridge, up: true, peer: { name: r.ifname, netns: r.netns_path } },
+  ]);
+  await runner.runOps(r.netns_path, [
     { op: 'link.set', link: r.ifname, up: true },
     { op: 'addr.add', link: r.ifname, address: r.address },
     { op: 'route.add', dst: 'default', gateway: r.gateway },
@@ -54,8 +45,8 @@ function reap(): void {
     return;
   }
   reaping = true;
-  void reaperHandle
-    .runOnPool([{ op: 'link.delGroup', group, ignoreMissing: true }])
+  void runner
+    .runOps(undefined, [{ op: 'link.delGroup', group, ignoreMissing: true }])
     .catch((err: Error) => console.error(`addon-server: reap: ${err.message}`))
     .finally(() => {
       reaping = false;
@@ -67,7 +58,7 @@ function reap(): void {
 }
 
 async function detach(r: FloorDetach): Promise<object> {
-  await onHost((h) => h.runOnPool([{ op: 'link.set', link: r.host_link, up: false, group }]));
+  await runner.runOps(undefined, [{ op: 'link.set', link: r.host_link, up: false, group }]);
   setTimeout(reap, 25);
   return {};
 }
