@@ -28,6 +28,12 @@ export const COLORS: Record<string, string> = {
   'floor-c': '#2e8b3a',
   'floor-ip': '#8c6d1f',
   grpc: '#7a7a7a',
+  'knit-c': '#e67e22',
+  'knit-cni': '#8e44ad',
+  'knit-shim': '#d35400',
+  'grpc-c': '#a0a0a0',
+  'grpc-addon': '#16a085',
+  'grpc-cni': '#2c3e50',
 };
 
 export function color(name: string): string {
