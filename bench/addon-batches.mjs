@@ -11,14 +11,13 @@
 import { execFileSync } from 'node:child_process';
 import { NetHandle, runInNetns } from '../build/src/net/handle.js';
 import { planPodVeth } from '../build/runtimes/common/pod-veth.js';
-import { setInstance, reapGroup } from '../build/src/base/names.js';
+import { setInstance } from '../build/src/base/names.js';
 
 const ROUNDS = Number(process.argv[2] ?? 150);
 const WARMUP = 10;
 const BR = 'kbab-br';
 const sh = (...args) => execFileSync('ip', args, { stdio: 'ignore' });
 setInstance('kbab'); // its own tags and reap group, clear of any knit on this host
-const group = reapGroup();
 
 function knitBatches(i, netnsPath) {
   const address = `10.251.${i >> 8}.${(i & 255) + 2}`;
@@ -76,7 +75,6 @@ try {
   }
 } finally {
   if (netns) try { sh('netns', 'del', netns); } catch { /* gone */ }
-  await host.runOnPool([{ op: 'link.delGroup', group, ignoreMissing: true }]).catch(() => {});
   host.close();
   try { sh('link', 'del', BR); } catch { /* gone */ }
 }

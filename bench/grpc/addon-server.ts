@@ -1,9 +1,8 @@
 // The lower bound of knit's design, as a server: a grpc-js handler that sends the C floor's
 // netlink requests through knit's addon with the daemon's own action runner (the host batch on
 // a pool thread with one of up to four host sockets, the pod batch opened, run and closed in
-// one pool hop), and parks a detached host end
-// for a reaper as knit does, with no validation, plan, IPAM, records or logging. What knit takes
-// beyond this contender is the cost of its own logic.
+// one pool hop), and parks a detached host end for a reaper as knit does, with no validation,
+// plan, IPAM, records or logging. What knit takes beyond this contender is its own logic.
 // Usage: node addon-server.js <socket path> <bridge> <reap group>; prints "ready" once bound,
 // exits on SIGTERM/EOF.
 import * as grpc from '@grpc/grpc-js';
@@ -35,10 +34,18 @@ async function attach(r: FloorAttach): Promise<object> {
   return { host_link: r.host_link, address: r.address };
 }
 
+let timer: NodeJS.Timeout | undefined;
 let reaping = false;
 let again = false;
-/** Deletes the reap group after the answers, one request for every parked end, gathering for
- * 25 ms first, as knit's reaper does (src/core/reaper.ts). */
+/** After a park: the reap group is deleted 25 ms later, one request for every end parked
+ * meanwhile, as knit's reaper does (src/core/reaper.ts). */
+function kick(): void {
+  timer ??= setTimeout(() => {
+    timer = undefined;
+    reap();
+  }, 25);
+}
+
 function reap(): void {
   if (reaping) {
     again = true;
@@ -52,14 +59,14 @@ function reap(): void {
       reaping = false;
       if (again) {
         again = false;
-        reap();
+        kick();
       }
     });
 }
 
 async function detach(r: FloorDetach): Promise<object> {
   await runner.runOps(undefined, [{ op: 'link.set', link: r.host_link, up: false, group }]);
-  setTimeout(reap, 25);
+  kick();
   return {};
 }
 
