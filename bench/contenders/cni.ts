@@ -4,7 +4,7 @@
 // first ADD and DEL never removes it, so teardown does.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { exec, ipBatch, spawnAsRuntime } from '../lib/exec.js';
+import { cniEnv, exec, ipBatch, spawnAsRuntime } from '../lib/exec.js';
 import type { Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 
 export const CNI_BIN_DIR = '/usr/lib/cni';
@@ -67,15 +67,7 @@ export class CniContender implements Contender {
   }
 
   private async call(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
-    const env = {
-      PATH: process.env.PATH,
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: sb.id,
-      CNI_NETNS: sb.netnsPath,
-      CNI_IFNAME: sb.ifname,
-      CNI_PATH: CNI_BIN_DIR,
-    };
-    const r = await spawnAsRuntime(path.join(CNI_BIN_DIR, 'bridge'), env, this.config);
+    const r = await spawnAsRuntime(path.join(CNI_BIN_DIR, 'bridge'), cniEnv(command, sb, CNI_BIN_DIR), this.config);
     if (r.code !== 0) {
       throw new Error(`CNI ${command} ${sb.id} (netns ${sb.netnsName}): exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
     }

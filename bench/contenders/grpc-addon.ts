@@ -6,7 +6,7 @@
 // tags and checks); what this row takes beyond floor-c plus the empty call is the addon's hops.
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { createBridge } from '../lib/world.js';
-import { exec, ipBatch } from '../lib/exec.js';
+import { ipBatch, untilReaped } from '../lib/exec.js';
 import { FloorServer } from './floor-service.js';
 
 export class GrpcAddonContender implements Contender {
@@ -52,14 +52,8 @@ export class GrpcAddonContender implements Contender {
   }
 
   /** Detach only parks the host end; wait until the server's reaper deleted it, as for knit. */
-  async settle(): Promise<void> {
-    const until = Date.now() + 2000;
-    while (Date.now() < until) {
-      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(this.group)], { allowFailure: true });
-      // ip 6.1's JSON has an empty object for every link the group filter left out
-      if (!(JSON.parse(r.stdout || '[]') as Array<{ ifname?: string }>).some((l) => l.ifname)) return;
-      await new Promise((res) => setTimeout(res, 5));
-    }
+  settle(): Promise<void> {
+    return untilReaped(this.group, () => true);
   }
 
   daemonPid(): number | undefined {

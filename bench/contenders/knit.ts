@@ -8,11 +8,11 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
-import { exec, ipBatch, spawnAsRuntime } from '../lib/exec.js';
+import { cniEnv, ipBatch, spawnAsRuntime, untilReaped } from '../lib/exec.js';
 import { reapGroup, setInstance } from '../../src/base/names.js';
 import { knitProto } from '../../src/api/proto.js';
 import { CCoreClient } from '../lib/ccore-client.js';
-import { bridgeHostLocal, keepHostForwarding } from './cni.js';
+import { bridgeHostLocal, CNI_BIN_DIR, keepHostForwarding } from './cni.js';
 
 export type ClientKind = 'grpc-js' | 'c-core';
 
@@ -125,8 +125,7 @@ export class KnitContender implements Contender {
   /** One knit-cni process, env and stdin exactly as a runtime passes them. */
   private async shim(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
     const config = JSON.stringify({ cniVersion: '1.0.0', name: `${this.prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(this.scratch, 'cni.sock') });
-    const env = { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: sb.id, CNI_NETNS: sb.netnsPath, CNI_IFNAME: sb.ifname, CNI_PATH: '/usr/lib/cni' };
-    const r = await spawnAsRuntime(SHIM, env, config);
+    const r = await spawnAsRuntime(SHIM, cniEnv(command, sb, CNI_BIN_DIR), config);
     if (r.code !== 0) throw new Error(`knit-cni ${command} ${sb.id}: exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
   }
 
@@ -140,14 +139,8 @@ export class KnitContender implements Contender {
   }
 
   /** Detach only moves devices into knit's reap group; wait until the reaper deleted ours. */
-  async settle(): Promise<void> {
-    const until = Date.now() + 2000;
-    while (Date.now() < until) {
-      const r = await exec('ip', ['-j', 'link', 'show', 'group', String(this.reapGroup)], { allowFailure: true });
-      const links = JSON.parse(r.stdout || '[]') as Array<{ ifalias?: string }>;
-      if (!links.some((l) => l.ifalias?.includes(`sandbox=${this.prefix}-`))) return;
-      await new Promise((res) => setTimeout(res, 5));
-    }
+  settle(): Promise<void> {
+    return untilReaped(this.reapGroup, (l) => !!l.ifalias?.includes(`sandbox=${this.prefix}-`));
   }
 
   daemonPid(): number | undefined {

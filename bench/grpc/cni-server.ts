@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { floorService } from './proto.js';
 import { serveChild } from './child-server.js';
-import { spawnAsRuntime } from '../lib/exec.js';
+import { cniEnv, spawnAsRuntime } from '../lib/exec.js';
 
 const [socket, plugin, configFile] = process.argv.slice(2);
 if (!socket || !plugin || !configFile) {
@@ -25,8 +25,7 @@ interface Call { sandbox_id: string; netns_path: string; ifname: string }
 function exec(command: 'ADD' | 'DEL'): grpc.handleUnaryCall<Call, object> {
   return (call, done) => {
     const r = call.request;
-    const env = { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: r.sandbox_id, CNI_NETNS: r.netns_path, CNI_IFNAME: r.ifname, CNI_PATH: cniPath };
-    spawnAsRuntime(plugin, env, config).then(
+    spawnAsRuntime(plugin, cniEnv(command, { id: r.sandbox_id, netnsPath: r.netns_path, ifname: r.ifname }, cniPath), config).then(
       (out) => (out.code === 0 ? done(null, {}) : done({ code: grpc.status.INTERNAL, details: `${command}: exit ${out.code}: ${(out.stdout || out.stderr).trim()}` })),
       (err: Error) => done({ code: grpc.status.INTERNAL, details: err.message }),
     );

@@ -44,6 +44,24 @@ export async function ipBatch(lines: readonly string[], netns?: string, allowFai
   return exec('ip', args, { input: lines.join('\n') + '\n', allowFailure });
 }
 
+/** The environment a runtime gives a CNI plugin (or knit-cni) for one sandbox interface. */
+export function cniEnv(command: 'ADD' | 'DEL', sandbox: { id: string; netnsPath: string; ifname: string }, cniPath: string): Record<string, string | undefined> {
+  return { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: sandbox.id, CNI_NETNS: sandbox.netnsPath, CNI_IFNAME: sandbox.ifname, CNI_PATH: cniPath };
+}
+
+/** Waits (up to 2 s) until no link in the host's link group `group` is one `ours` claims: the
+ * reaper of a contender that parks devices has deleted them. */
+export async function untilReaped(group: number, ours: (link: { ifname?: string; ifalias?: string }) => boolean): Promise<void> {
+  const until = Date.now() + 2000;
+  while (Date.now() < until) {
+    const r = await exec('ip', ['-j', 'link', 'show', 'group', String(group)], { allowFailure: true });
+    // ip 6.1's JSON has an empty object for every link the group filter left out
+    const links = JSON.parse(r.stdout || '[]') as Array<{ ifname?: string; ifalias?: string }>;
+    if (!links.some((l) => l.ifname && ours(l))) return;
+    await new Promise((res) => setTimeout(res, 5));
+  }
+}
+
 /** Execs a CNI-style binary (knit-cni, a plugin) with exactly env and stdin, as a runtime does:
  * posix_spawn (vfork), as a Go runtime's os/exec does, not Node's fork of this process, whose
  * cost grows with the bench's own size and which no runtime pays (bench/README.md). */
