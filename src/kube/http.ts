@@ -116,8 +116,8 @@ export async function readBody(opened: Open, limit: number): Promise<string> {
   return Buffer.concat(parts, size).toString('utf8');
 }
 
+/** An Error named AbortError (a signal's default reason is a DOMException, which is not one). */
 export function abortError(reason: unknown): Error {
-  if (reason instanceof Error && reason.name === 'AbortError') return reason;
   const err = new Error('the operation was aborted', { cause: reason });
   err.name = 'AbortError';
   return err;

@@ -67,7 +67,7 @@ function parseKubeconfig(file: KubeconfigText): Fields {
   try {
     doc = parse(file.text);
   } catch (err) {
-    throw new KubeAccessError(`kubeconfig ${file.path}`, undefined, (err as Error).message.split('\n')[0]!);
+    throw new KubeAccessError(`kubeconfig ${file.path}`, undefined, (err as Error).message.split('\n')[0]!.replace(/:$/, ''));
   }
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new KubeAccessError(`kubeconfig ${file.path}`, undefined, 'not a mapping of fields');
