@@ -18,9 +18,10 @@ export interface Exchange {
   timeoutMs: number;
 }
 
-/** "GET https://host:port/api/v1/nodes": how errors name a call (no query: it can be long). */
+/** "GET https://host:port/api/v1/nodes": how errors name a call. The query is left out (it can
+ * be long), except that a watch says it is one. */
 export function callName(method: string, url: URL): string {
-  return `${method} ${url.origin}${url.pathname}`;
+  return `${method} ${url.origin}${url.pathname}${url.searchParams.get('watch') === 'true' ? '?watch=true' : ''}`;
 }
 
 export function makeAgent(access: KubeAccess): http.Agent {

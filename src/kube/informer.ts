@@ -37,6 +37,7 @@ export class Informer<T extends Named> {
   private readonly changeFns: ((kind: ChangeKind, obj: T, old?: T) => void)[] = [];
   private readonly stateFns: ((s: InformerState, detail: string) => void)[] = [];
   private current: InformerState = 'starting';
+  private lastDetail = '';
   private stopper?: AbortController;
   private running?: Promise<void>;
   private resyncTimer?: NodeJS.Timeout;
@@ -58,6 +59,12 @@ export class Informer<T extends Named> {
 
   get state(): InformerState {
     return this.current;
+  }
+
+  /** Why the state is what it is, kept up to date: while unreachable, the latest failure
+   * (onState hears only the first of a run). */
+  get detail(): string {
+    return this.lastDetail;
   }
 
   list(): T[] {
@@ -201,6 +208,7 @@ export class Informer<T extends Named> {
   }
 
   private setState(state: InformerState, detail: string): void {
+    this.lastDetail = detail;
     if (state === this.current) return;
     this.current = state;
     for (const fn of this.stateFns) fn(state, detail);
