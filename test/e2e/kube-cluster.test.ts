@@ -30,7 +30,9 @@ let node: Kubelet;
 const iptablesKube = () =>
   ['iptables-save', 'ip6tables-save'].flatMap((c) => execFileSync(c, { encoding: 'utf8' }).split('\n').filter((l) => /KUBE-/.test(l)));
 const sysctls = () => KUBELET_SYSCTLS.map((k) => `${k}=${readFileSync(`/proc/sys/${k}`, 'utf8').trim()}`);
-const before = { iptables: iptablesKube(), sysctls: sysctls() };
+// Fixed paths only a kubelet or containerd 2 would make (the fixture points everything else at its dirs).
+const KUBE_HOST_PATHS = ['/var/lib/kubelet', '/var/log/containers', '/opt/containerd'];
+const before = { iptables: iptablesKube(), sysctls: sysctls(), missing: KUBE_HOST_PATHS.filter((p) => !existsSync(p)) };
 
 const knitSandboxes = (): any[] => {
   const l = JSON.parse(execFileSync(process.execPath, [CLI, 'list', '--json', '--socket', d.socket], { encoding: 'utf8' }));
@@ -157,13 +159,15 @@ test.serial('the kubelet restarted, then knit restarted, under running pods: sam
 test.serial('pods deleted: knit detached every one, no link, nft table or record of them is left', async (t) => {
   const ids = knitSandboxes().map((s) => s.request.sandbox_id);
   await cp.kubectl('delete', '-n', NS, 'deployment/web', 'pod/solo', 'pod/hp', '--wait=true', '--timeout=180s');
+  // The Deployment's pods go through the garbage collector: wait until the kubelet confirmed each gone.
+  await cp.kubectl('wait', '-n', NS, '--for=delete', 'pod', '-l', 'app in (solo,web,hp)', '--timeout=180s');
+  t.is((await pods('app in (solo,web,hp)')).length, 0);
   await eventually(() => knitSandboxes().length === 0, 'knit records gone', 120_000);
   await eventually(() => hostLinks().every((l) => !ids.some((id) => l.ifalias?.includes(`sandbox=${id};`))), 'host links gone', 30_000);
   const tables = JSON.parse(execFileSync('nft', ['-j', 'list', 'tables'], { encoding: 'utf8' })).nftables.filter((x: any) => x.table?.name.startsWith(`hostports-knit-${P}`));
   t.deepEqual(tables, []);
   const node0 = await d.call('NodeStatus', {});
   t.is(Number(node0.networks.find((n: any) => n.name === `${P}net`).pools[0].used), 0, 'no address held');
-  t.is((await pods('app in (solo,web,hp)')).length, 0);
 });
 
 // After fileScope's teardown (after hooks run in registration order): the machine as it was.
@@ -174,6 +178,8 @@ test.serial.after.always('teardown left the machine as it was: processes, cgroup
   t.false(existsSync(`/sys/fs/cgroup/pids/${P}kube`), 'cgroup root removed');
   t.deepEqual(sysctls(), before.sysctls);
   t.deepEqual(iptablesKube(), before.iptables);
-  t.false(existsSync(node.dir));
-  t.false(existsSync(cp.dir));
+  t.deepEqual(before.missing.filter((p) => existsSync(p)), [], 'host paths the kubelet or containerd made are gone');
+  if (process.env.KNIT_KEEP_KUBE_DIR) return;
+  t.false(existsSync(node.dir), `${node.dir} removed`);
+  t.false(existsSync(cp.dir), `${cp.dir} removed`);
 });
