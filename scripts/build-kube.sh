@@ -15,6 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/kube/versions.env"
 source "$here/kube/go-env.sh"
+command -v go >/dev/null || { echo "build-kube: go is not installed (need Go >= 1.24)" >&2; exit 1; }
 
 if [[ $# == 0 ]]; then
   key=$(cd "$here" && find build-kube.sh kube -type f ! -name '*~' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
@@ -28,6 +29,10 @@ if [[ $# == 0 ]]; then
   rm -rf "$scratch"
   bash "${BASH_SOURCE[0]}" "$scratch"
   mv "$scratch" "$final"
+  # The compiled-package cache (GB) only speeds up a rebuild after a version bump: drop it unless
+  # asked to keep it. The module cache stays, so a rebuild downloads nothing it already has.
+  [[ -n ${KNIT_KEEP_GOCACHE:-} ]] || go clean -cache
+  echo "build-kube: cache entry $(du -sh "$final" | cut -f1), Go module cache $(du -sh "$GOMODCACHE" | cut -f1)"
   echo "$final"
   exit 0
 fi
@@ -36,7 +41,6 @@ export CGO_ENABLED=0 # every binary here builds static upstream, the kubelet inc
 mkdir -p "$out/bin" "$GOCACHE" "$GOMODCACHE"
 out=$(cd "$out" && pwd)
 
-command -v go >/dev/null || { echo "build-kube: go is not installed (need Go >= 1.24)" >&2; exit 1; }
 echo "build-kube: $(go version), cache $KNIT_TEST_CACHE/go, output $out"
 started=$SECONDS
 

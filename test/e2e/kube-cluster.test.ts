@@ -84,6 +84,7 @@ test.serial('the kubelet registers a Ready Node whose podCIDR is knit\'s subnet,
   t.is(n.spec.podCIDR, SUBNET);
   t.true(n.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'));
   t.regex(n.status.nodeInfo.containerRuntimeVersion, /^containerd:\/\/v?2\./);
+  t.deepEqual(n.status.addresses.filter((a: any) => a.type === 'InternalIP'), [{ type: 'InternalIP', address: node.nodeIP }]);
   t.deepEqual(iptablesKube(), before.iptables);
 });
 
@@ -102,6 +103,8 @@ test.serial('kubectl apply a Pod: it runs through knit-cni, its IP is knit\'s an
   t.is(host[0]!.master, `${P}br`);
   t.true([1, 2, 3].some(() => pingFrom(undefined, ip)), `ping ${ip}`);
   t.is((await httpGet(`http://${ip}:8080/`)).trim(), 'solo');
+  // Inside the pod (kubectl exec: API server → kubelet → containerd's stream server): eth0 holds it.
+  t.regex(await cp.kubectl('exec', '-n', NS, 'solo', '--', 'ip', '-4', '-o', 'addr', 'show', 'dev', 'eth0'), new RegExp(` inet ${ip.replace(/\./g, '\\.')}/`));
 });
 
 test.serial('a Deployment of 20: every replica runs on its own knit IP and answers from the node', async (t) => {
