@@ -43,7 +43,14 @@ export interface NetnsPort {
   /** A snapshot answering whether a recorded namespace is gone: no longer at its path, and
    * nothing else (a moved bind mount, a process) refers to it. */
   goneChecker(): (id: NetnsIdentity) => boolean;
+  /** What the namespace at `path` is to a sandbox recorded in `sandbox`, by (dev, inode):
+   * the same one, the host's (or the daemon's own, however reached: a bind mount, a symlink),
+   * another live one, none (nothing there, or a file that is no namespace), or unknown (knit
+   * cannot open it: EACCES, say). */
+  relation(path: string, sandbox: NetnsIdentity): NetnsRelation;
 }
+
+export type NetnsRelation = 'same' | 'host' | 'other' | 'none' | 'unknown';
 
 export interface ExtensionsPort {
   list(): Extension[];
