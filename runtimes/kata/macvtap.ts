@@ -2,9 +2,11 @@
 // with the veth's MTU and the MAC the network knows; the veth itself takes another MAC and no
 // addresses, so it never answers ARP for the guest's IP. Kata gets there by moving a CNI
 // veth's MAC and IPs away and restoring them on detach; knit makes the veth that way from the
-// start, so detach is only deletion. Kata also forces the macvtap's ifindex to ≥ 8192 to dodge
-// an old kernel bug with /dev/tap<ifindex> nodes; the op vocabulary has no ifindex, and the
-// launcher learns the real one from the device.
+// start, so detach is only deletion. Kata also picks the macvtap's ifindex at random from 8192
+// up: /dev/tap<ifindex> is named after an ifindex unique only inside one netns, and of two
+// macvtaps with the same one only the first gets a node (still so on Linux 6.18). The op
+// vocabulary has no ifindex yet, so knit's macvtaps can collide there (README, "Which Kata
+// runtime takes which model"); the launcher learns the real ifindex from the device.
 import { retireLink } from '../../src/net/retire.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
