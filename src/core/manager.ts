@@ -232,6 +232,7 @@ export class SandboxManager implements SandboxService {
       runOps: (ns, ops) => this.deps.runner.runOps(ns, ops),
       sysfsRoot: this.deps.sysfsRoot?.() ?? '/sys',
       ...(this.deps.danDir && { danDir: this.deps.danDir() }),
+      ...(this.deps.pathExists && { pathExists: this.deps.pathExists }),
       records: () => this.deps.records.values(),
     };
   }

@@ -96,6 +96,8 @@ export interface ManagerDeps {
   sysfsRoot?: () => string;
   /** Where Kata DAN files are confined (config kata.danDir; absent: Kata's default). */
   danDir?: () => string;
+  /** Whether a file exists on the node: strategies ask about device nodes (PrepareContext). */
+  pathExists?: (path: string) => boolean;
   /** Conditions an operator must see in NodeStatus.message that do not make the node unready
    * (e.g. queued CNI DELs that gave up). */
   conditions?: () => Promise<string[]>;
