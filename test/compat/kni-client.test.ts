@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import * as grpc from '@grpc/grpc-js';
 import path from 'node:path';
 import { startApiServer } from '../../src/api/server.js';
+import { KnitError } from '../../src/base/errors.js';
 import { MemorySandboxService, memoryNetns } from '../unit/api-memory-service.js';
 import { recordingLogger, tempSocketDir } from '../unit/api-grpc-call.js';
 import { kniCall, kniClient, kniDefinition, runKniLifecycle } from './kni-client.js';
@@ -230,4 +231,24 @@ test('KNI AttachInterface answers OK once attached even when noting the pinned n
   t.deepEqual(res.ipconfigs.eth0.ip, ['10.88.0.2', 'fd00:88::2']);
   t.true(service.records.has('kkni-sb6'));
   t.true(log.lines.some((l) => l.level === 'warn' && /disk full/.test(l.msg)));
+});
+
+test("KNI says core's refusals about the field the caller sent: netns_path as isolation.path or extradata[\"netns\"]; a pool's network, which KNI has no field for, as none", async (t) => {
+  const { service, client } = await serve(t);
+  await kniCall(client, 'AttachInterface', { id: 'kkni-sb7', name: 's', namespace: 'prod', isolation: { path: '/run/netns/kkni-s' } });
+  const guard = () => KnitError.invalid('netns_path', '"/run/netns/other" is another network namespace, not sandbox kkni-sb7\'s; nothing was detached');
+  for (const [req, field] of [
+    [{ id: 'kkni-sb7', isolation: { path: '/run/netns/other' } }, 'isolation.path'],
+    [{ id: 'kkni-sb7', extradata: { netns: '/run/netns/other' } }, 'extradata["netns"]'],
+  ] as const) {
+    service.failNext.detach = guard();
+    const err = (await t.throwsAsync(kniCall(client, 'DetachInterface', req))) as unknown as grpc.ServiceError;
+    t.deepEqual(err.metadata.get('knit-field'), [field]);
+    t.true(err.details.startsWith(`${field}: "/run/netns/other" is another network namespace`), err.details);
+  }
+  service.failNext.attach = new KnitError('RESOURCE_EXHAUSTED', 'network "default": no free IPv4 address in 10.88.0.0/24 (3 of 3 in use)', { field: 'network' });
+  const dry = (await t.throwsAsync(kniCall(client, 'AttachInterface', { id: 'kkni-sb8', isolation: { path: '/run/netns/kkni-t' } }))) as unknown as grpc.ServiceError;
+  t.is(dry.code, grpc.status.RESOURCE_EXHAUSTED);
+  t.deepEqual(dry.metadata.get('knit-field'), []);
+  t.regex(dry.details, /no free IPv4 address/);
 });
