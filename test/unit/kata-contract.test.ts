@@ -10,6 +10,7 @@
 import test from 'ava';
 import { isIP } from 'node:net';
 import { DEFAULT_DAN_DIR, kataStrategy } from '../../runtimes/kata/index.js';
+import { runcStrategy } from '../../runtimes/runc/index.js';
 import { danVfioDevice, danPath } from '../../runtimes/kata/dan.js';
 import type { FileWriteAction, LinkAddOp, TunAddOp } from '../../src/base/ops.js';
 import type { TapHandoff } from '../../src/base/handoff.js';
@@ -24,6 +25,7 @@ const SRC = {
   infoFromDan: { repo: KATA, path: 'src/runtime-rs/crates/resource/src/network/network_info/network_info_from_dan.rs', commit: '0995c6528e9513f28575655827d6ca40bc1c5a33' },
   addressRs: { repo: KATA, path: 'src/runtime-rs/crates/resource/src/network/utils/address.rs', commit: '03e60457269b888d93fed75ca2b90988fab9862b' },
   withNetns: { repo: KATA, path: 'src/runtime-rs/crates/resource/src/network/network_with_netns.rs', commit: '03a82d95bbfc0e3ada43232bbaccbf952d605290' },
+  networkPair: { repo: KATA, path: 'src/runtime-rs/crates/resource/src/network/network_pair.rs', commit: '1ddeb3bd85d817ad2d36ef3ae657633420cb127b' },
   goNetwork: { repo: KATA, path: 'src/runtime/virtcontainers/network_linux.go', commit: '098f78273555fd9c02f3a4b16919052b5f5b2494' },
   goMacvtap: { repo: KATA, path: 'src/runtime/virtcontainers/macvtap_endpoint.go', commit: '0a4b755cd9e22b31cfdbfcb9919b4122b51c26cc' },
   goDan: { repo: KATA, path: 'src/runtime/virtcontainers/types/dan.go', commit: '7f71eac6de4a97d0527969403a4f0beaa2e469bf' },
@@ -49,7 +51,9 @@ const FACTS = {
   cidr: { src: SRC.addressRs, fact: 'parse_ip_cidr accepts exactly "<ip>/<prefix>" with prefix ≤ 32 (IPv4) or ≤ 128; a bare IP is an error' },
   // runtime-rs without DAN
   rsScan: { src: SRC.withNetns, fact: 'scanning the netns, links without an address are skipped; veth, device, vlan, ipvlan and macvlan become endpoints; any other kind with an address (a macvtap, a tap) fails the sandbox with "unsupported link type"' },
+  rsVethPair: { src: SRC.networkPair, fact: 'for a veth endpoint runtime-rs makes its own tap "tap<idx>_kata" (queues from its config), gives it the veth\'s MTU, and gives the guest the veth\'s MAC and addresses' },
   // Go runtime
+  goVeth: { src: SRC.goNetwork, fact: 'a veth with addresses becomes a VethEndpoint; xConnectVMNetwork joins it to a tap the runtime makes, by the tcfilter or macvtap model; any other model is "Invalid internetworking model"' },
   goDanTypes: { src: SRC.goNetwork, fact: 'addDanEndpoints accepts only type "vfio"; anything else fails: "unknown DAN device type"' },
   goDanNeighbor: { src: SRC.goNetwork, fact: 'convertDanDeviceToNetworkInfo reads a neighbour\'s ip_address with net.ParseIP: a bare IP, where runtime-rs wants a CIDR' },
   goDanRoute: { src: SRC.goDan, fact: 'the Go DAN Route has dest, gateway, source, scope and no flags' },
@@ -222,4 +226,15 @@ test("macvtap: what knit makes and hands over, against what Kata's Go runtime do
   // FACTS.goMacvtapMac), as README says: the macvtap carries no address, so the scan skips it
   // (and would give the guest NIC the macvtap's name).
   t.false(plan.steps.some((s) => s.do.op === 'addr.add' && (s.do as { link?: string }).link === add.name));
+});
+
+test("under an unmodified Kata shim a pod is attached as runc: the veth with the pod's addresses is what both runtimes' scans take", (t) => {
+  const plan = runcStrategy.planInterface(makeInput('runc', [{ name: 'eth0' }], { addresses: [V4, V6] }));
+  const inPod = plan.steps.filter((s) => s.netns !== undefined);
+  // FACTS.rsScan, FACTS.goScan: a link of the pod netns with an address; FACTS.rsVethPair,
+  // FACTS.goVeth: a veth, which each runtime joins to a tap of its own.
+  const veth = plan.steps.find((s) => s.do.op === 'link.add' && s.do.kind === 'veth')!.do as LinkAddOp & { kind: 'veth' };
+  t.is(veth.peer.name, 'eth0');
+  t.true(inPod.some((s) => s.do.op === 'addr.add' && (s.do as { link?: string }).link === 'eth0'));
+  t.false(plan.steps.some((s) => s.do.op === 'tun.add'), 'no tap of knit\'s for the runtime to trip over');
 });
