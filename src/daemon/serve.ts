@@ -144,6 +144,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     hooks,
     sysfsRoot: () => config.sysfsRoot,
     danDir: () => config.kata.danDir,
+    pathExists: existsSync,
     conditions: cniDeleteConditions,
   });
   metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
