@@ -234,6 +234,26 @@ test.serial('access: a ServiceAccount token from a kubeconfig and in-cluster; 40
   t.true((await inCluster.list<Node>('/api/v1/nodes')).items.length > 0);
 });
 
+test.serial('TLS: the CA checks the server, tls-server-name picks the name it must carry, insecure-skip-tls-verify skips the check; failures say why', async (t) => {
+  const { cp, admin } = t.context;
+  const base = { server: cp.server, source: 'e2e', cert: admin.access.cert, key: admin.access.key };
+  const tryWith = async (extra: object) => {
+    const client = new KubeClient({ ...base, ...extra });
+    try {
+      return await client.get<{ kind: string }>('/api/v1/namespaces/default');
+    } finally {
+      client.close();
+    }
+  };
+  t.is((await tryWith({ ca: cp.caPem, tlsServerName: 'kubernetes.default' })).kind, 'Namespace');
+  const wrongName = await t.throwsAsync(tryWith({ ca: cp.caPem, tlsServerName: 'wrong.example' }), { instanceOf: KubeApiError });
+  t.is(wrongName?.status, 0);
+  t.regex(wrongName?.message ?? '', new RegExp(`^GET ${cp.server}/api/v1/namespaces/default: Hostname/IP does not match certificate's altnames: Host: wrong\\.example\\.`));
+  const noCa = await t.throwsAsync(tryWith({}), { instanceOf: KubeApiError });
+  t.regex(noCa?.message ?? '', /: (unable to verify the first certificate|self-signed certificate in certificate chain|unable to get local issuer certificate) \(\w+\)$/);
+  t.is((await tryWith({ insecureSkipTLSVerify: true })).kind, 'Namespace');
+});
+
 test.serial('watch: kubectl changes arrive as events, a bookmark before timeoutSeconds ends the stream', async (t) => {
   const { cp, prefix, admin } = t.context;
   const selector = `knit.test/watch=${prefix.slice(0, -1)}`;
