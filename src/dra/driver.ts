@@ -17,6 +17,9 @@ import { cdiDeviceId, cdiSpecStep } from './cdi.js';
 import { planClaimDevice } from './prepare-device.js';
 import { runSteps, undoSteps, type StepRunner } from './steps.js';
 
+/** The claim records (a RecordStore in the daemon). */
+export type ClaimStore = Pick<RecordStore<ClaimRecord>, 'get' | 'ids' | 'put' | 'remove'>;
+
 export interface DraDriverOptions {
   driverName: string;
   /** This node's name: the pool of its devices. */
@@ -24,7 +27,7 @@ export interface DraDriverOptions {
   cdiDir: string;
   sysfs: Sysfs;
   claims: ClaimReader;
-  records: RecordStore<ClaimRecord>;
+  records: ClaimStore;
   runner: StepRunner;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }
@@ -118,7 +121,7 @@ export class DraDriver {
   private async prepareOne(ref: ClaimRef): Promise<PrepareAnswer> {
     const recorded = this.o.records.get(ref.uid);
     if (recorded?.state === 'prepared') return answerOf(recorded);
-    if (recorded) throw new KnitError('UNAVAILABLE', `its Unprepare has not finished (${recorded.state}); it is retried`);
+    if (recorded) throw new KnitError('UNAVAILABLE', `an earlier ${recorded.state === 'preparing' ? 'Prepare' : 'Unprepare'} of it has not finished; knit's start-up repair or the kubelet's retry completes it`);
 
     const claim = await this.o.claims.getClaim(ref.namespace, ref.name);
     if (!claim) throw new KnitError('NOT_FOUND', 'no such ResourceClaim in the API');
@@ -154,7 +157,8 @@ export class DraDriver {
     try {
       await runSteps(this.o.runner, steps);
     } catch (err) {
-      await this.o.records.remove(ref.uid);
+      // Undone (runSteps): the record goes. Should that write fail, start-up repair rolls back from it.
+      await this.o.records.remove(ref.uid).catch(() => undefined);
       throw err;
     }
     const done: ClaimRecord = { ...record, state: 'prepared' };
