@@ -29,8 +29,10 @@ export interface ClaimRecord {
   namespace: string;
   name: string;
   /** preparing: the steps may have run in part (start-up rolls them back); prepared: all ran;
-   * unpreparing: their inverses may have run in part (start-up finishes them). */
-  state: 'preparing' | 'prepared' | 'unpreparing';
+   * unpreparing: their inverses may have run in part (start-up finishes them); interrupted: a
+   * crash stopped its Prepare and start-up rolled it back: kept (without steps) so the pod's
+   * attach waits for the kubelet's retry instead of going ahead without the device. */
+  state: 'preparing' | 'prepared' | 'unpreparing' | 'interrupted';
   podUids: string[];
   devices: PreparedClaimDevice[];
   steps: Step[];

@@ -29,6 +29,8 @@ export interface DraDriverOptions {
   claims: ClaimReader;
   records: ClaimStore;
   runner: StepRunner;
+  /** The sandbox whose attach holds this PCI device, if any: Unprepare waits for its detach. */
+  sandboxHolding?(pciAddress: string): Promise<string | undefined>;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }
 
@@ -107,13 +109,19 @@ export class DraDriver {
     for (const id of [...this.o.records.ids()]) {
       const r = this.o.records.get(id);
       if (!r || r.state === 'prepared') continue;
+      if (r.state === 'interrupted') continue;
       const problems = await undoSteps(this.o.runner, r.steps);
       if (problems.length) {
         done.failed.push(`${claimWhat(r)}: ${problems.join('; ')}`);
         continue;
       }
-      await this.o.records.remove(id);
-      (r.state === 'preparing' ? done.rolledBack : done.finished).push(`${r.namespace}/${r.name}`);
+      if (r.state === 'preparing') {
+        await this.o.records.put(id, { ...r, state: 'interrupted', devices: [], steps: [] });
+        done.rolledBack.push(`${r.namespace}/${r.name}`);
+      } else {
+        await this.o.records.remove(id);
+        done.finished.push(`${r.namespace}/${r.name}`);
+      }
     }
     return done;
   }
@@ -121,7 +129,13 @@ export class DraDriver {
   private async prepareOne(ref: ClaimRef): Promise<PrepareAnswer> {
     const recorded = this.o.records.get(ref.uid);
     if (recorded?.state === 'prepared') return answerOf(recorded);
-    if (recorded) throw new KnitError('UNAVAILABLE', `an earlier ${recorded.state === 'preparing' ? 'Prepare' : 'Unprepare'} of it has not finished; knit's start-up repair or the kubelet's retry completes it`);
+    if (recorded?.state === 'unpreparing') throw new KnitError('UNAVAILABLE', 'its Unprepare has not finished; the kubelet\'s retry of it completes it');
+    if (recorded) {
+      // What an interrupted Prepare left (rolled back at start-up, or its record could not be
+      // dropped after a failure): undo whatever is recorded, then prepare afresh.
+      const problems = await undoSteps(this.o.runner, recorded.steps);
+      if (problems.length) throw new KnitError('UNAVAILABLE', `undoing an interrupted Prepare failed: ${problems.join('; ')}`);
+    }
 
     const claim = await this.o.claims.getClaim(ref.namespace, ref.name);
     if (!claim) throw new KnitError('NOT_FOUND', 'no such ResourceClaim in the API');
@@ -170,6 +184,10 @@ export class DraDriver {
   private async unprepareOne(uid: string): Promise<void> {
     const r = this.o.records.get(uid);
     if (!r) return; // never prepared here, or already unprepared: nothing of it to undo
+    for (const d of r.devices) {
+      const sandbox = await this.o.sandboxHolding?.(d.pciAddress);
+      if (sandbox) throw new KnitError('UNAVAILABLE', `device ${d.device} (${d.pciAddress}) is still in sandbox ${sandbox}; it is given back when that sandbox is detached (CNI DEL, Detach), and the kubelet retries`);
+    }
     await this.o.records.put(uid, { ...r, state: 'unpreparing' });
     const problems = await undoSteps(this.o.runner, r.steps);
     if (problems.length) throw new KnitError('UNAVAILABLE', `restoring its devices failed, the kubelet retries: ${problems.join('; ')}`);

@@ -54,8 +54,10 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
     onProblem: (p) => o.log.warn(p, 'DRA claim record store'),
   });
   const sysfs = new Sysfs(o.sysfsRoot);
+  let sandboxes: SandboxService | undefined; // set by wrap()
   const driver = new DraDriver({
     driverName: s.driverName, nodeName, cdiDir: s.cdiDir, sysfs, claims: claimReader(o.api), records, runner: o.runner, log: o.log,
+    sandboxHolding: async (pci) => (await sandboxes?.list())?.find((r) => r.result?.interfaces.some((i) => i.pciId === pci))?.request.sandboxId,
   });
   const repaired = await driver.recover();
   if (repaired.rolledBack.length || repaired.finished.length || repaired.failed.length) o.log.warn(repaired, 'DRA start-up repair');
@@ -87,7 +89,7 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
   return {
     driver,
     wrap: (service) =>
-      withClaimedDevices(service, driver, {
+      withClaimedDevices((sandboxes = service), driver, {
         onAttached: (_req, result, claims) => {
           for (const c of claims) {
             writeClaimStatus(o.api, s.driverName, c, result).catch((err: Error) => o.log.warn({ claim: `${c.namespace}/${c.name}`, err: err.message }, 'claim status write failed'));

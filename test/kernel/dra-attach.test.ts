@@ -91,7 +91,10 @@ async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 
 
   const api = new ClaimsInApi();
   const claimRecords = await RecordStore.open<ClaimRecord>(path.join(dir, 'claims'));
-  const driver = new DraDriver({ driverName: DRIVER, nodeName: POOL, cdiDir: path.join(dir, 'cdi'), sysfs: s.node.kernel, claims: api, records: claimRecords, runner });
+  const driver = new DraDriver({
+    driverName: DRIVER, nodeName: POOL, cdiDir: path.join(dir, 'cdi'), sysfs: s.node.kernel, claims: api, records: claimRecords, runner,
+    sandboxHolding: async (pci) => (await manager.list()).find((r) => r.result?.interfaces.some((i) => i.pciId === pci))?.request.sandboxId,
+  });
   const sockets = kubeletSockets(path.join(dir, 'registry'), path.join(dir, 'plugins'), DRIVER);
   const server = await startKubeletServer({ sockets, driver });
   t.teardown(() => server.close(0));
@@ -197,6 +200,12 @@ test('a KubeVirt pod gets the VFIO hand-off of a VF its claim had bound to vfio-
   t.like(h, { name: 'vfio0', pciId: vf.bdf });
   t.like(h!.handoff, { model: 'vfio', vfioDevice: '/dev/vfio/71', containerDevice: '/dev/vfio/vfio', networkData: { interfaceName: 'vfio0', ips: ['192.0.2.30/24'] } });
   t.regex((h!.handoff as { libvirt?: { hostdev?: string } }).libvirt?.hostdev ?? '', /<address domain='0x0000' bus='0x5a' slot='0x02' function='0x0'\/>/);
+
+  // The kubelet unprepares after the pod's containers stopped; should it come before the
+  // sandbox is detached, the VM still owns the VF: knit waits (retryable) and changes nothing.
+  const early = (await env.kubelet.unprepare([ref])).claims[CLAIM_UID(1)]!;
+  t.regex(early.error, new RegExp(`device ${standInDevice(0)} \\(${vf.bdf.replace('.', '\\.')}\\) is still in sandbox kdr3-vm`));
+  t.is(await env.s.node.kernel.linkName(`bus/pci/devices/${vf.bdf}/driver`), 'vfio-pci');
 
   await env.service.detach('kdr3-vm');
   t.is(await env.s.node.kernel.linkName(`bus/pci/devices/${vf.bdf}/driver`), 'vfio-pci', 'the VM is gone, the claim still holds the device');

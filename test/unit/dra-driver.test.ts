@@ -225,10 +225,14 @@ test('kill -9 in the middle of a vfio Prepare: the next start rolls it back from
   t.is(await driverOf(env, NODE.vf(1)), 'mlx5_core');
   t.deepEqual(await env.node.snapshot(), before);
   t.deepEqual(env.net.vf(1), vfBefore);
+  // The kubelet never got an answer and will ask again; until then the pod's attach must wait.
+  t.deepEqual(next.claimsOfPod(POD).pending.map((c) => [c.name, c.state]), [['vm-nic', 'interrupted']]);
+  t.deepEqual(await next.recover(), { rolledBack: [], finished: [], failed: [] }, 'a second start has nothing more to repair');
 
   const again = (await next.prepare([ref])).get(UID(1))!;
   t.false('error' in again, JSON.stringify(again));
   t.is(await driverOf(env, NODE.vf(1)), 'vfio-pci');
+  t.deepEqual(next.claimsOfPod(POD).prepared.map((c) => c.name), ['vm-nic']);
 });
 
 test('kill -9 in the middle of an Unprepare: the next start finishes it (simulated sysfs and PF)', async (t) => {
