@@ -3,7 +3,8 @@
 // src/devices/attributes.ts derives (dranet's names under the configured domain, plus
 // resource.kubernetes.io/pcieRoot and pciBusID, so a claim can align a NIC with a GPU under one
 // PCIe root). Republished when the inventory changes (VFs created, links renamed, functions
-// bound to vfio-pci), with the pool's generation raised; removed by `knit dra uninstall`.
+// bound to vfio-pci), with the pool's generation raised; removed on uninstall by
+// `kubectl delete resourceslices --field-selector spec.driver=<driver>` (README.md).
 import { deviceAttributes, type AttributeValue } from '../devices/attributes.js';
 import type { Inventory } from '../devices/inventory.js';
 import { RESOURCE_API, isNotFound, type KubeApi } from './kube-port.js';
