@@ -50,6 +50,9 @@ const answerOf = (r: ClaimRecord): PrepareAnswer => ({
 
 export class DraDriver {
   private readonly locks = new KeyedLock();
+  /** Devices a Prepare in flight is taking (DRA name -> claim UID): the records show them only
+   * once that Prepare is journaled. */
+  private readonly claiming = new Map<string, string>();
 
   constructor(private readonly o: DraDriverOptions) {}
 
@@ -127,6 +130,15 @@ export class DraDriver {
   }
 
   private async prepareOne(ref: ClaimRef): Promise<PrepareAnswer> {
+    const taken: string[] = [];
+    try {
+      return await this.prepareClaiming(ref, taken);
+    } finally {
+      for (const d of taken) this.claiming.delete(d);
+    }
+  }
+
+  private async prepareClaiming(ref: ClaimRef, taken: string[]): Promise<PrepareAnswer> {
     const recorded = this.o.records.get(ref.uid);
     if (recorded?.state === 'prepared') return answerOf(recorded);
     if (recorded?.state === 'unpreparing') throw new KnitError('UNAVAILABLE', 'its Unprepare has not finished; the kubelet\'s retry of it completes it');
@@ -149,6 +161,10 @@ export class DraDriver {
       try {
         const holder = this.holderOf(d.device, ref.uid);
         if (holder) throw new KnitError('FAILED_PRECONDITION', `it is prepared for ${claimWhat(holder)} (uid ${holder.uid})`);
+        const other = this.claiming.get(d.device);
+        if (other !== undefined && other !== ref.uid) throw new KnitError('FAILED_PRECONDITION', `claim uid ${other} is being prepared with it right now`);
+        this.claiming.set(d.device, ref.uid);
+        taken.push(d.device);
         const plan = await planClaimDevice(env, d, field);
         devices.push(plan.device);
         steps.push(...plan.steps);

@@ -188,6 +188,12 @@ test('a device another claim holds is refused naming that claim; the kubelet\'s 
   const second = env.claim({ name: 'second', uid: UID(2), results: [{ device: vfDevice(0) }] });
   t.is((await env.kubelet().prepare([first])).claims[UID(1)]!.error, '');
   t.is((await env.kubelet().prepare([second])).claims[UID(2)]!.error, `claim default/second (uid ${UID(2)}): device ${vfDevice(0)}: it is prepared for claim default/first (uid ${UID(1)})`);
+  // Two claims for one device in one request (prepared at once): one gets it, the other is refused.
+  const a = env.claim({ name: 'a', uid: UID(3), results: [{ device: vfDevice(1) }] });
+  const b = env.claim({ name: 'b', uid: UID(4), results: [{ device: vfDevice(1) }] });
+  const both = (await env.kubelet().prepare([a, b])).claims;
+  t.deepEqual([both[UID(3)]!.error, both[UID(4)]!.error].filter((e) => e === '').length, 1, JSON.stringify(both));
+  t.regex(both[UID(3)]!.error + both[UID(4)]!.error, new RegExp(`device ${vfDevice(1)}: (it is prepared for claim default/[ab]|claim uid \\S+ is being prepared with it right now)`));
   const err = await t.throwsAsync(env.kubelet().prepare([{ namespace: 'default', name: 'x', uid: '' }]));
   t.is((err as { code?: number }).code, 3 /* INVALID_ARGUMENT */);
   t.regex(err!.message, /claims\[0\]\.uid: is required/);
