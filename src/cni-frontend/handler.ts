@@ -139,7 +139,10 @@ export class CniFrontend {
     } else if (existing.result && hasInterface(existing.result, req.ifname)) {
       // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
       // fresh hand-off tokens as an Attach answer has.
-      result = only(this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result, req.ifname);
+      const full = this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result;
+      // The first ADD answered with the pod's DRA devices too (they came with its interface).
+      const withDevices = draInterfaceNames(existing.request.labels).size > 0 && existing.request.interfaces[0]?.name === req.ifname;
+      result = withDevices ? full : only(full, req.ifname);
     } else {
       if (pod.portMappings.length) throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: only the first interface of a sandbox (${req.containerId.slice(0, 40)}) can map host ports`);
       const add = validateAddInterface({ sandbox_id: req.containerId, interface: iface }, { rename: cniField });

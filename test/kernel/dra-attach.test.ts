@@ -177,6 +177,8 @@ test('knit-cni ADD with K8S_POD_UID: the CNI result lists the VF interface; a cl
   t.like(out.interfaces.find((i: any) => i.name === 'net1'), { sandbox: env.podPath, pciID: vf.bdf });
   t.true(out.ips.some((ip: any) => ip.address === '192.0.2.10/24' && out.interfaces[ip.interface].name === 'net1'));
   t.like(linkIn(env.pod, 'net1'), { ifindex: vf.ifindex });
+  const again = await call('ADD', POD_UID(2));
+  t.deepEqual(JSON.parse(again.stdout).interfaces.filter((i: any) => i.sandbox).map((i: any) => i.name).sort(), ['eth0', 'net1'], 'a repeated ADD answers the same interfaces');
 
   const del = await call('DEL', POD_UID(2));
   t.is(del.exitCode, 0, del.stdout);
