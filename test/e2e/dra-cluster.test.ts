@@ -8,6 +8,7 @@
 // claim's KEP-4817 status lands in the API. The node has no kubelet here, so the test client
 // plays its part; its devices are stand-ins: a simulated sysfs and PF (test/fixtures/dra-node.ts).
 import test from 'ava';
+import type { ExecutionContext } from 'ava';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createNode, fileScope, startControlPlane, type ControlPlane } from '../fixtures/kube-cluster.js';
@@ -60,6 +61,17 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 6
   }
 }
 
+/** This node's devices (simulated sysfs and PF) in knit's slice, and a driver reading claims from the API. */
+async function simulatedNode(t: ExecutionContext, tag: string) {
+  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y' });
+  await publishSlice(api, await scanInventory(node.kernel), sliceOpts);
+  const net = new SimulatedNetlink();
+  const dir = tempDir(t, `${P}${tag}`);
+  const records = await RecordStore.open<ClaimRecord>(path.join(dir, 'claims'));
+  const driver = new DraDriver({ driverName: DRIVER, nodeName: NODE_NAME, cdiDir: path.join(dir, 'cdi'), sysfs: node.kernel, claims: claimReader(api), records, runner: simulatedRunner(node, net) });
+  return { node, net, dir, driver };
+}
+
 /** A claim (class, config) and a pod using it, pinned to the node by a selector: the scheduler allocates. */
 async function claimAndPod(name: string, deviceClassName: string, parameters: object, selector?: string) {
   const objects = [
@@ -92,12 +104,7 @@ test.serial('knit publishes its devices as a ResourceSlice with deploy/dra\'s RB
 });
 
 test.serial('the scheduler allocates a knit-netdev claim against knit\'s slice; Prepare reads the stored claim, sets the PF side and answers the CDI ID; the KEP-4817 status lands; Unprepare after the pod and claim are deleted (simulated sysfs and PF)', async (t) => {
-  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y' });
-  await publishSlice(api, await scanInventory(node.kernel), sliceOpts);
-  const net = new SimulatedNetlink();
-  const dir = tempDir(t, `${P}n`);
-  const records = await RecordStore.open<ClaimRecord>(path.join(dir, 'claims'));
-  const driver = new DraDriver({ driverName: DRIVER, nodeName: NODE_NAME, cdiDir: path.join(dir, 'cdi'), sysfs: node.kernel, claims: claimReader(api), records, runner: simulatedRunner(node, net) });
+  const { node, net, dir, driver } = await simulatedNode(t, 'n');
   const sockets = kubeletSockets(path.join(dir, 'registry'), path.join(dir, 'plugins'), DRIVER);
   const server = await startKubeletServer({ sockets, driver });
   t.teardown(() => server.close(0));
@@ -134,13 +141,8 @@ test.serial('the scheduler allocates a knit-netdev claim against knit\'s slice; 
 });
 
 test.serial('knit-vfio claims: the scheduler picks VFs by the class CEL; Prepare binds a VF with a viable IOMMU group to vfio-pci with a CDI spec naming the group, and refuses one whose group is not viable, naming it (simulated sysfs and PF)', async (t) => {
-  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y' });
-  await publishSlice(api, await scanInventory(node.kernel), sliceOpts);
-  const net = new SimulatedNetlink();
-  const dir = tempDir(t, `${P}v`);
-  const records = await RecordStore.open<ClaimRecord>(path.join(dir, 'claims'));
+  const { node, net, dir, driver } = await simulatedNode(t, 'v');
   const cdiDir = path.join(dir, 'cdi');
-  const driver = new DraDriver({ driverName: DRIVER, nodeName: NODE_NAME, cdiDir, sysfs: node.kernel, claims: claimReader(api), records, runner: simulatedRunner(node, net) });
   const vfIndex = (i: number) => `device.attributes["dra.net"].vfIndex == ${i}`;
 
   const good = await claimAndPod(`${P}vm1`, 'knit-vfio', { mac: '02:00:00:00:aa:07' }, vfIndex(1));
