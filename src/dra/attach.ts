@@ -80,3 +80,10 @@ export function withClaimedDevices(inner: SandboxService, driver: DraDriver, hoo
     },
   });
 }
+
+/** The sandbox whose attach holds a PCI device (Unprepare waits for it). A sandbox whose Detach
+ * has answered holds nothing any more: its devices were given back before the answer. */
+export function sandboxHoldingIn(service: Pick<SandboxService, 'list'>) {
+  return async (pciAddress: string): Promise<string | undefined> =>
+    (await service.list()).find((r) => r.state !== 'detaching' && r.result?.interfaces.some((i) => i.pciId === pciAddress))?.request.sandboxId;
+}

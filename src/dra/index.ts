@@ -9,7 +9,7 @@ import type { DraSettings } from '../config/index.js';
 import { RecordStore } from '../store/index.js';
 import { Sysfs } from '../devices/sysfs.js';
 import { scanInventory } from '../devices/inventory.js';
-import { withClaimedDevices } from './attach.js';
+import { sandboxHoldingIn, withClaimedDevices } from './attach.js';
 import { CLAIM_RECORD_VERSION, type ClaimRecord } from './claim-record.js';
 import { writeClaimStatus } from './claim-status.js';
 import { DraDriver } from './driver.js';
@@ -57,7 +57,7 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
   let sandboxes: SandboxService | undefined; // set by wrap()
   const driver = new DraDriver({
     driverName: s.driverName, nodeName, cdiDir: s.cdiDir, sysfs, claims: claimReader(o.api), records, runner: o.runner, log: o.log,
-    sandboxHolding: async (pci) => (await sandboxes?.list())?.find((r) => r.result?.interfaces.some((i) => i.pciId === pci))?.request.sandboxId,
+    sandboxHolding: (pci) => (sandboxes ? sandboxHoldingIn(sandboxes)(pci) : Promise.resolve(undefined)),
   });
   const repaired = await driver.recover();
   if (repaired.rolledBack.length || repaired.finished.length || repaired.failed.length) o.log.warn(repaired, 'DRA start-up repair');

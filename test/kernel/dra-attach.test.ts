@@ -26,7 +26,7 @@ import { Ipam } from '../../src/ipam/index.js';
 import { RecordStore } from '../../src/store/index.js';
 import { strategies } from '../../runtimes/index.js';
 import { DraDriver } from '../../src/dra/driver.js';
-import { withClaimedDevices } from '../../src/dra/attach.js';
+import { sandboxHoldingIn, withClaimedDevices } from '../../src/dra/attach.js';
 import { kubeletSockets, startKubeletServer } from '../../src/dra/kubelet-server.js';
 import type { ClaimRecord } from '../../src/dra/claim-record.js';
 import { CniFrontend } from '../../src/cni-frontend/handler.js';
@@ -82,7 +82,7 @@ async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 
     networks: () => new Map([[NETWORK.name, NETWORK]]), defaultNetwork: () => NETWORK.name, unreadyNetworks: () => new Map(),
     records, ipam: new Ipam([{ ...NETWORK, ipv4: { subnet: NETWORK.ipv4!.subnet, gateway: NETWORK.ipv4!.gateway, reserved: [] } }]), runner,
     netns: new NetnsChecker(), strategies, extensions: noExtensions,
-    reaper: { kick: () => undefined, whenReaped: async () => undefined }, sysfsRoot: () => s.node.root,
+    reaper: { kick: () => undefined, whenReaped: async () => undefined }, sysfsRoot: () => s.node.root, danDir: () => path.join(dir, 'dans'),
   });
   // Whatever a failed test leaves attached goes (and with it the VFs back to the host).
   t.teardown(async () => {
@@ -93,7 +93,7 @@ async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 
   const claimRecords = await RecordStore.open<ClaimRecord>(path.join(dir, 'claims'));
   const driver = new DraDriver({
     driverName: DRIVER, nodeName: POOL, cdiDir: path.join(dir, 'cdi'), sysfs: s.node.kernel, claims: api, records: claimRecords, runner,
-    sandboxHolding: async (pci) => (await manager.list()).find((r) => r.result?.interfaces.some((i) => i.pciId === pci))?.request.sandboxId,
+    sandboxHolding: sandboxHoldingIn(manager),
   });
   const sockets = kubeletSockets(path.join(dir, 'registry'), path.join(dir, 'plugins'), DRIVER);
   const server = await startKubeletServer({ sockets, driver });
@@ -214,4 +214,19 @@ test('a KubeVirt pod gets the VFIO hand-off of a VF its claim had bound to vfio-
   await env.kubelet.unprepare([ref]);
   t.is(await env.s.node.kernel.linkName(`bus/pci/devices/${vf.bdf}/driver`), 'iavf');
   t.deepEqual(await env.s.node.snapshot(), sysfsBefore);
+});
+
+test('a Kata pod gets the VFIO hand-off (Kata\'s DAN "vfio" device) of a VF its claim had bound to vfio-pci at Prepare (stand-in hardware: simulated sysfs)', async (t) => {
+  const env = await setUp(t, 'kdr4', 54);
+  const vf = env.s.vfs[0]!;
+  const ref = env.claim({ name: 'kata-nic', uid: CLAIM_UID(1), podUid: POD_UID(4), results: [{ device: standInDevice(0) }], config: [{ parameters: { mode: 'vfio', addresses: ['192.0.2.40/24'] } }] });
+  t.is((await env.kubelet.prepare([ref])).claims[CLAIM_UID(1)]!.error, '');
+  const result = await env.service.attach(attachReq(env, 'kdr4-vm', POD_UID(4), { runtime: 'kata' }));
+  const h = result.interfaces.find((i) => i.kind === 'vfio')!;
+  t.like(h, { name: 'vfio0', pciId: vf.bdf });
+  t.like(h.handoff, { model: 'vfio', runtime: 'kata', vfioDevice: '/dev/vfio/71', networkData: { interfaceName: 'vfio0', ips: ['192.0.2.40/24'] } });
+  t.truthy(result.interfaces.find((i) => i.name === 'eth0' || i.sandbox), 'and the pod network of the Kata sandbox');
+  await env.service.detach('kdr4-vm');
+  t.deepEqual((await env.kubelet.unprepare([ref])).claims, { [CLAIM_UID(1)]: { error: '' } }, 'once Detach answered, the device is free (the reaper may still be deleting the tap)');
+  t.is(await env.s.node.kernel.linkName(`bus/pci/devices/${vf.bdf}/driver`), 'iavf');
 });
