@@ -99,6 +99,16 @@ test.serial('knit publishes its devices as a ResourceSlice with deploy/dra\'s RB
   t.like(slice.spec, { driver: DRIVER, nodeName: NODE_NAME, pool: { name: NODE_NAME, generation: 1, resourceSliceCount: 1 } });
   t.deepEqual(slice.spec.devices.map((d: any) => d.name).sort(), inv.devices.map((d) => d.name).sort());
   t.deepEqual(slice.spec.devices.find((d: any) => d.name === 'pci-0000-3b-01-1').attributes['resource.kubernetes.io/pcieRoot'], { string: 'pci0000:3a' });
+  // The inventory changes (a VF's driver rebound to vfio-pci, say): the slice follows, its pool's generation raised.
+  await node.kernel.write(`bus/pci/devices/${NODE.vf(1)}/driver_override`, 'vfio-pci');
+  await node.kernel.write('bus/pci/drivers/mlx5_core/unbind', NODE.vf(1));
+  await node.kernel.write('bus/pci/drivers_probe', NODE.vf(1));
+  t.true(await publishSlice(api, await scanInventory(node.kernel), sliceOpts));
+  const updated = await cp.getJson('get', 'resourceslice', sliceName(sliceOpts));
+  t.is(updated.spec.pool.generation, 2);
+  const vf1 = updated.spec.devices.find((d: any) => d.name === 'pci-0000-3b-01-1').attributes;
+  t.deepEqual(vf1['dra.net/driver'], { string: 'vfio-pci' });
+  t.is(vf1['dra.net/ifName'], undefined, 'its netdev went with the host driver');
   const classes = await cp.getJson('get', 'deviceclasses');
   t.deepEqual(classes.items.map((c: any) => c.metadata.name).sort(), ['knit-netdev', 'knit-rdma', 'knit-vfio']);
 });
