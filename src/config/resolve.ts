@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import type { RawCni, RawConfig, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
+import type { RawCni, RawConfig, RawDra, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
 import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
@@ -64,13 +64,18 @@ export interface KnitConfig {
   goneNetnsSweepSeconds: number;
   defaultNetwork: string;
   networks: NetworkConfig[];
+  /** The DRA driver (schema.ts); absent: off. */
+  dra?: DraSettings;
 }
 
+export type DraSettings = RawDra;
+
 export function resolveConfig(raw: RawConfig): KnitConfig {
-  const { defaultNetwork, metricsAddress, networks, ...rest } = raw;
+  const { defaultNetwork, metricsAddress, networks, dra, ...rest } = raw;
   return {
     ...rest,
     ...(metricsAddress !== undefined && { metricsAddress }),
+    ...(dra !== undefined && { dra }),
     defaultNetwork: defaultNetwork ?? networks[0].name,
     networks: networks.map(resolveNetwork),
   };

@@ -18,7 +18,7 @@ import { recover } from '../core/recovery.js';
 import { ensureNetwork, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
-import type { Extension } from '../base/types.js';
+import type { Extension, SandboxService } from '../base/types.js';
 import { startApiServer } from '../api/server.js';
 import { callExtension } from '../api/extension-client.js';
 import { strategies } from '../../runtimes/index.js';
@@ -42,7 +42,7 @@ export interface ServeOptions {
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -153,6 +153,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
+  // The DRA driver, only when configured: its modules (and the API client) load only then.
+  const dra = config.dra ? await startDraDriver(config, runner, log, metrics) : undefined;
+  const service: SandboxService = dra ? dra.wrap(manager) : manager;
+
   // Sandboxes whose netns went while knit was down: their addresses are free before the API answers.
   await manager.reapGoneNetns('start-up').catch((err: Error) => log.warn({ err: err.message }, 'gone-netns sweep failed'));
   const goneSweeps = scheduleGoneNetnsSweeps({ sweep: (trigger) => manager.reapGoneNetns(trigger), intervalSeconds: () => config.goneNetnsSweepSeconds, log });
@@ -160,7 +164,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
-  const cniFrontend = new CniFrontend(manager, { installProblems: () => installProblems(installRecord) });
+  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord) });
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
     run: (request) => answer(cniFrontend, request),
@@ -179,7 +183,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   });
   const api = await startApiServer({
     socketPath: config.socket,
-    service: manager,
+    service,
     allowedUids: config.allowedUids,
     logger: log,
     peerCred: (fd) => peerCred(fd),
@@ -237,6 +241,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   stopLinkEvents();
   goneSweeps.stop();
   await api.close();
+  await dra?.close();
   await handoff.close();
   await cni.close();
   metricsServer?.close();
@@ -244,4 +249,18 @@ export async function serve(opts: ServeOptions): Promise<void> {
   reaper.stop();
   runner.close();
   log.info({}, 'knit stopped');
+}
+
+async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics) {
+  const settings = config.dra!;
+  const [{ startDra }, { kubeApi }] = await Promise.all([import('../dra/index.js'), import('./kube-api.js')]);
+  return startDra({
+    settings,
+    runDir: config.runDir,
+    sysfsRoot: config.sysfsRoot,
+    runner,
+    api: await kubeApi(settings.kubeconfig),
+    log: log.child({ part: 'dra' }),
+    onRegistration: (registered) => metrics.draRegistrations.inc({ registered: String(registered) }),
+  });
 }

@@ -14,6 +14,7 @@ const LAYERS: string[][] = [
   ['src/config'],
   ['runtimes'],
   ['src/core'],
+  ['src/dra'],
   ['src/api'],
   ['src/cni-frontend'],
   ['src/daemon'],
