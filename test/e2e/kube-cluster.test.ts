@@ -1,8 +1,8 @@
 // Kubernetes end to end, the way a user runs knit: a real control plane and kubelet built from
 // the module proxy (test/fixtures/kube-*.ts), containerd 2 with runc, and `knit install-cni` as
 // the kubelet's only CNI config, so every pod the kubelet starts goes kubelet → CRI → knit-cni
-// → the knit daemon. kubectl applies a Pod, a Deployment of 20 and a Pod with a hostPort; their
-// IPs are knit's and answer from the node (ping, HTTP); the kubelet and knit restart under
+// → the knit daemon, on a dual-stack cluster. kubectl applies a Pod, a Deployment of 20 and a Pod
+// with a hostPort; their IPv4 and IPv6 addresses are knit's and answer from the node (ping, HTTP); the kubelet and knit restart under
 // running pods and nothing is lost; deleting the pods leaves nothing of them (ip -j link, nft
 // -j, knit list). One cluster for the file: the tests run in order on it.
 import test from 'ava';
