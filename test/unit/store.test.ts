@@ -141,18 +141,26 @@ test('concurrent puts for one id land in call order: the last one wins, in memor
   t.deepEqual(reopened.get('sb'), { seq: 99 });
 });
 
-test('get answers a document equal to what open() reads back, the same object on every read, never the one put', async (t) => {
+test('get answers a document equal to what open() reads back, a fresh parse on every read, never the one put', async (t) => {
   const dir = await tempDir(t, 'read-back');
-  const store = await RecordStore.open<{ n: number; at?: unknown; gone?: unknown }>(dir);
+  const store = await RecordStore.open<{ n?: number; at?: unknown; gone?: unknown; d?: string }>(dir);
   const doc = { n: 1, at: new Date(0), gone: undefined };
   await store.put('sb', doc);
   doc.n = 2;
   const first = store.get('sb');
   t.deepEqual(first, { n: 1, at: '1970-01-01T00:00:00.000Z' }, 'as JSON has it: a date as text, undefined left out');
-  t.is(store.get('sb'), first, 'parsed once');
+  t.not(store.get('sb'), first, 'held as text, parsed at each read: a caller cannot change what the next one reads');
+  t.deepEqual(store.get('sb'), first);
   t.deepEqual([...store.values()], [first]);
   t.deepEqual([...store.entries()], [['sb', first]]);
   t.deepEqual((await RecordStore.open(dir)).get('sb'), first);
+  // Characters above U+00FF are written as \u escapes (the text stays one byte per character)
+  // and read back as they were.
+  await store.put('wide', { d: 'kn0 ↔ eth0, é' });
+  t.deepEqual(store.get('wide'), { d: 'kn0 ↔ eth0, é' });
+  t.deepEqual((await RecordStore.open(dir)).get('wide'), { d: 'kn0 ↔ eth0, é' });
+  const texts = await Promise.all((await readdir(dir)).map((f) => readFile(path.join(dir, f), 'utf8')));
+  t.true(texts.some((text) => text.includes('kn0 \\u2194 eth0, é')));
   // A document with no JSON form is refused at the put, and nothing is written.
   await t.throwsAsync(store.put('none', undefined as never), { instanceOf: KnitError, message: /would not load back/ });
   t.false(store.has('none'));
