@@ -86,7 +86,10 @@ function refuseNewerRecords(dir: string, docs: Iterable<[string, unknown]>, read
  * keeps a string with any such character (a step's "↔") in two bytes per character, a record
  * of plain text in one: half the memory for the records a daemon holds. */
 function oneByte(json: string): string {
-  return /[^\x00-\xff]/.test(json) ? json.replace(/[^\x00-\xff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : json;
+  if (!/[^\x00-\xff]/.test(json)) return json;
+  const escaped = json.replace(/[^\x00-\xff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // replace() answers a two-byte string for a two-byte subject, whatever it holds: copy it.
+  return Buffer.from(escaped, 'latin1').toString('latin1');
 }
 
 export class RecordStore<T> {
