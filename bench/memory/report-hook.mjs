@@ -11,7 +11,9 @@ const snapshots = process.env.KNIT_MEMORY_SNAPSHOT_DIR;
 let n = 0;
 if (out) {
   process.on('SIGUSR2', () => {
-    globalThis.gc?.();
+    // $KNIT_MEMORY_GCS full GCs (default 1); V8 drops the bytecode of functions not run for
+    // several of them (bytecode flushing), so more than one shows what an idle daemon sheds.
+    for (let i = 0; i < Number(process.env.KNIT_MEMORY_GCS ?? 1); i++) globalThis.gc?.();
     const kb = (text, key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
     const status = readFileSync('/proc/self/status', 'utf8');
     const rollup = readFileSync('/proc/self/smaps_rollup', 'utf8');
