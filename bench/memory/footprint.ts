@@ -5,6 +5,7 @@
 // everything is named kf<4 hex>* and removed at the end. A measurement, not a test.
 // Results: bench/README.md, "Memory".
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { KnitProcess, launcherNodeFlags, type MemoryReport } from '../lib/knit-process.js';
 
@@ -20,6 +21,12 @@ const PREFIX = `kf${randomBytes(2).toString('hex')}`;
 const MiB = (b: number) => (b / 1048576).toFixed(1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** CPU seconds (user + system) the process has used, from /proc/<pid>/stat (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function ipBatch(lines: string[]): void {
   for (let i = 0; i < lines.length; i += 200) execFileSync('ip', ['-force', '-batch', '-'], { input: lines.slice(i, i + 200).join('\n') + '\n', stdio: ['pipe', 'ignore', 'ignore'] });
 }
@@ -34,6 +41,7 @@ async function main(): Promise<void> {
     rows.push(['idle', await knit.report()]);
     ipBatch(names.map((n) => `netns add ${n}`));
     let next = 0;
+    const cpu0 = cpuSeconds(knit.pid);
     const t0 = performance.now();
     await Promise.all(Array.from({ length: concurrency }, async () => {
       while (next < names.length) {
@@ -42,15 +50,18 @@ async function main(): Promise<void> {
       }
     }));
     const fillSeconds = (performance.now() - t0) / 1000;
+    const fillCpu = cpuSeconds(knit.pid) - cpu0;
     await sleep(3000);
     rows.push([`${sandboxes} attached`, await knit.report()]);
     next = 0;
+    const cpu1 = cpuSeconds(knit.pid);
     await Promise.all(Array.from({ length: concurrency }, async () => {
       while (next < names.length) await knit.call('Detach', { sandbox_id: names[next++]! });
     }));
+    const detachCpu = cpuSeconds(knit.pid) - cpu1;
     await sleep(3000);
     rows.push(['all detached', await knit.report()]);
-    console.log(`knit serve, node flags ${JSON.stringify(knit.child.spawnargs.slice(1, knit.child.spawnargs.indexOf('--import')))}; ${sandboxes} attached in ${fillSeconds.toFixed(0)} s at ×${concurrency}; MiB after a full GC`);
+    console.log(`knit serve, node flags ${JSON.stringify(knit.child.spawnargs.slice(1, knit.child.spawnargs.indexOf('--import')))}; ${sandboxes} attached in ${(fillSeconds * 1000).toFixed(0)} ms at ×${concurrency}; daemon CPU per attach ${((fillCpu / sandboxes) * 1000).toFixed(2)} ms, per detach ${((detachCpu / sandboxes) * 1000).toFixed(2)} ms (the reaper's bulk deletes partly after); MiB after a full GC`);
     console.log('| state | RSS | RssAnon | RssFile | heap used | heap total | new space | old space | code space | large objects | external | threads |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const [state, m] of rows) {
