@@ -18,6 +18,7 @@ import { runScale } from './phases/scale.js';
 import { runVariants } from './phases/variants.js';
 import { runBurst } from './phases/burst.js';
 import { runSoak } from './phases/soak.js';
+import { runBoot } from './phases/boot.js';
 import { procMemory } from './lib/knit-process.js';
 import { renderMarkdown } from './report/markdown.js';
 import { renderSvg } from './report/svg.js';
@@ -112,6 +113,8 @@ async function main(): Promise<number> {
     }
     const soakCycles = opts.soakCycles ?? (opts.full ? 3000 : 0);
     if (soakCycles > 0 && !interrupted) results.soak = await runSoak(world, lineup, progress, { cycles: soakCycles, concurrency: opts.soakConcurrency });
+    const bootPods = opts.bootPods ?? (opts.full ? 110 : 0);
+    if (bootPods > 0 && !interrupted) results.boot = await runBoot(world, progress, { pods: bootPods });
     results.run.finishedAt = new Date().toISOString();
     if (interrupted) return 130;
     writeResults(results, opts.outDir ?? path.join(repoRoot, 'bench', 'results'));

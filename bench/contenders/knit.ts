@@ -25,10 +25,15 @@ export type Path = 'rpc' | 'shim';
 export type NetworkKind = 'bridge' | 'cni';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const SHIM = path.join(repoRoot, 'build', 'native', 'knit-cni');
+export const SHIM = path.join(repoRoot, 'build', 'native', 'knit-cni');
 
 /** The network name the bench config defines. */
 const NETWORK = 'bench';
+
+/** The conflist entry a runtime execs knit-cni with, for the daemon whose scratch dir this is. */
+export function shimConfig(prefix: string, scratch: string): string {
+  return JSON.stringify({ cniVersion: '1.0.0', name: `${prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(scratch, 'cni.sock') });
+}
 
 type Unary = (req: object, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
 
@@ -133,8 +138,7 @@ export class KnitContender implements Contender {
 
   /** One knit-cni process, env and stdin exactly as a runtime passes them. */
   private async shim(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
-    const config = JSON.stringify({ cniVersion: '1.0.0', name: `${this.prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(this.scratch, 'cni.sock') });
-    const r = await spawnAsRuntime(SHIM, cniEnv(command, sb, CNI_BIN_DIR), config);
+    const r = await spawnAsRuntime(SHIM, cniEnv(command, sb, CNI_BIN_DIR), shimConfig(this.prefix, this.scratch));
     if (r.code !== 0) throw new Error(`knit-cni ${command} ${sb.id}: exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
   }
 
@@ -185,7 +189,7 @@ export function benchRunDir(ctx: { scratch: string; prefix: string }): string {
 
 /** A config with everything in the contender's scratch dir and one network: knit's bridge, or
  * the CNI contender's bridge + host-local as a chain (its cache in the scratch dir too). */
-function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): object {
+export function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): object {
   const net = ctx.network;
   const network = kind === 'cni'
     ? { name: NETWORK, mode: 'cni', cni: { conflist: { cniVersion: '1.0.0', name: `${ctx.prefix}-chain`, plugins: [bridgeHostLocal(ctx)] }, cacheDir: path.join(ctx.scratch, 'cni-cache') } }
@@ -208,7 +212,7 @@ function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): obj
  * the node flags `bin/knit` starts the daemon with (its shebang line), as a node runs it.
  * KNIT_BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the daemon's
  * node only, for profiling the daemon's side of a run (Node refuses --cpu-prof in NODE_OPTIONS). */
-function daemonCommand(configPath: string, withLauncherFlags: boolean): { cmd: string; args: string[] } {
+export function daemonCommand(configPath: string, withLauncherFlags = true): { cmd: string; args: string[] } {
   const nodeArgs = [...(withLauncherFlags ? launcherNodeFlags() : []), ...(process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [])];
   const cli = path.join(repoRoot, 'build', 'src', 'cli', 'main.js');
   if (existsSync(cli)) return { cmd: process.execPath, args: [...nodeArgs, cli, 'serve', '--config', configPath] };

@@ -17,6 +17,8 @@ export interface BenchOptions {
    * given; a quick run has a soak only when given. 0: none. */
   soakCycles?: number;
   soakConcurrency: number;
+  /** Pods in the boot phase: 110 in a full run unless given; a quick run has one only when given. 0: none. */
+  bootPods?: number;
   outDir?: string;
   /** Sweep a previous run's leftovers by prefix and exit. */
   cleanup?: string;
@@ -39,6 +41,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --burst N              sandboxes attached at once, then detached at once, in the full run (default 100; 0 skips)
   --soak N               attach/detach cycles per daemon contender while its RSS is sampled (full run: default 3000, 0 skips; a quick run soaks only when given)
   --soak-concurrency C   calls in flight during the soak (default 4)
+  --boot N               pods whose CNI ADDs come at once while knit's daemon starts, then through the bridge plugin (full run: default 110, 0 skips; a quick run only when given)
   --out DIR              results directory (default bench/results)
   --cleanup kbXXX        remove the netns and links a killed run left behind, then exit
   --report FILE.json     rewrite latest.json/md/svg from an earlier run's JSON, then exit
@@ -85,6 +88,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
       case '--burst': o.burst = int(flag, value(), 0); break;
       case '--soak': o.soakCycles = int(flag, value(), 0); break;
       case '--soak-concurrency': o.soakConcurrency = int(flag, value(), 1); break;
+      case '--boot': o.bootPods = int(flag, value(), 0); break;
       case '--out': o.outDir = value(); break;
       case '--cleanup': o.cleanup = value(); break;
       case '--report': o.report = value(); break;

@@ -100,4 +100,23 @@ export interface BenchResults {
   variants?: VariantResult[];
   burst?: BurstResult[];
   soak?: SoakResult[];
+  boot?: BootResult[];
+}
+
+/** A node's boot (the boot phase): `pods` CNI ADDs at once, for knit-cni with its daemon
+ * started at the same moment, and for the bridge plugin. */
+export interface BootResult {
+  contender: string;
+  pods: number;
+  /** From the start until every pod had its network. */
+  wallMs: number;
+  /** Each successful ADD exec, alone (ms). */
+  addMs: number[];
+  /** Each pod from the start until its ADD succeeded, retries included (ms). */
+  podMs: number[];
+  /** ADDs answered "try again later" (CNI code 11) before the daemon was ready, then retried. */
+  retries: number;
+  /** knit only: from the start until the daemon's CNI socket took a call. */
+  daemonReadyMs?: number;
+  errors: string[];
 }

@@ -142,6 +142,22 @@ export function soakTail(s: SoakResult): { mean: number; slope: number; max: num
   return { mean: my, slope, max: Math.max(...s.rssKiB) / 1024 };
 }
 
+function bootSection(r: BenchResults): string {
+  const rows = r.boot!.map((b) => {
+    const add = summarize(b.addMs.length ? b.addMs : [NaN]);
+    const pod = summarize(b.podMs.length ? b.podMs : [NaN]);
+    return [labelOf(r, b.contender), String(b.pods), ms(b.wallMs), b.daemonReadyMs === undefined ? '–' : ms(b.daemonReadyMs), String(b.retries), ms(add.p50), ms(add.p99), ms(pod.p50), ms(pod.p99), String(b.errors.length)];
+  });
+  const wall = (name: string) => r.boot!.find((b) => b.contender === name)?.wallMs;
+  return [
+    '## Boot (ms)',
+    '',
+    `${r.boot![0]?.pods ?? 0} pods' CNI ADDs at once: through knit-cni with knit's daemon started at the same moment (ADDs before it is ready answer "try again later", code 11, and are retried every 100 ms as a runtime retries), and through the bridge plugin. Wall = until every pod had its network (knit ÷ bridge ${ratio(wall('knit-cni'), wall('cni'))}); "per ADD" is each successful exec alone, "per pod" from the start with its retries.`,
+    '',
+    table(['contender', 'pods', 'wall', 'daemon ready', 'retried ADDs', 'per ADD p50', 'p99', 'per pod p50', 'p99', 'failed'], rows),
+  ].join('\n');
+}
+
 function memorySection(r: BenchResults): string {
   const daemons = r.contenders.filter((c) => c.rssKiB);
   const scaleRss = (name: string) => (r.scale?.points ?? []).filter((p) => p.contender === name && p.rssKiB).map((p) => `${p.level}: ${mib(p.rssKiB)}`).join(', ') || '–';
@@ -180,6 +196,7 @@ export function renderMarkdown(r: BenchResults): string {
     ...(r.churn ?? []).flatMap((c) => c.errors.map((e) => `churn ×${c.concurrency}, ${labelOf(r, c.contender)}: ${e}`)),
     ...(r.scale?.points ?? []).flatMap((p) => p.errors.map((e) => `scale ${p.level}, ${labelOf(r, p.contender)}: ${e}`)),
     ...(r.soak ?? []).flatMap((s) => s.errors.map((e) => `soak, ${labelOf(r, s.contender)}: ${e}`)),
+    ...(r.boot ?? []).flatMap((b) => b.errors.map((e) => `boot, ${labelOf(r, b.contender)}: ${e}`)),
   ];
   if (failures.length) {
     // first few, shortened: the JSON has them all
@@ -191,6 +208,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.scale?.points.length) parts.push('', scaleSection(r));
   if (r.variants?.length) parts.push('', variantsSection(r));
   if (r.burst?.length) parts.push('', burstSection(r));
+  if (r.boot?.length) parts.push('', bootSection(r));
   if (r.contenders.some((c) => c.rssKiB)) parts.push('', memorySection(r));
   parts.push('', 'Chart: [latest.svg](latest.svg). Raw samples: the run\'s JSON next to this file.', '');
   return parts.join('\n');
