@@ -46,6 +46,8 @@ export interface KnitProcessOptions {
   metricsPort?: number;
   /** Heap snapshots at each report go here. */
   snapshotDir?: string;
+  /** Write the config as YAML (as the DaemonSet's ConfigMap is) instead of JSON. */
+  yaml?: boolean;
 }
 
 export class KnitProcess {
@@ -66,9 +68,12 @@ export class KnitProcess {
       ...(opts.metricsPort ? { metricsAddress: `127.0.0.1:${opts.metricsPort}` } : {}),
       networks: [{ name: 'mem', mode: 'bridge', bridge: `${opts.prefix}br`, ipv4: { subnet: opts.subnet } }],
     };
-    writeFileSync(path.join(this.dir, 'config.json'), JSON.stringify(config));
+    // YAML here is one `key: <JSON value>` line per key: block mapping, flow values.
+    const text = opts.yaml ? Object.entries(config).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join('') : JSON.stringify(config);
+    const configFile = path.join(this.dir, opts.yaml ? 'config.yaml' : 'config.json');
+    writeFileSync(configFile, text);
     const flags = opts.nodeFlags ?? launcherNodeFlags();
-    this.child = spawn(process.execPath, [...flags, '--import', HOOK, CLI, 'serve', '--config', path.join(this.dir, 'config.json')], {
+    this.child = spawn(process.execPath, [...flags, '--import', HOOK, CLI, 'serve', '--config', configFile], {
       env: { ...process.env, ...opts.env, KNIT_MEMORY_REPORT: this.reportFile, ...(opts.snapshotDir ? { KNIT_MEMORY_SNAPSHOT_DIR: opts.snapshotDir } : {}) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });

@@ -1,8 +1,10 @@
-// `node build/bench/memory/footprint.js [--sandboxes 1000] [--node-flags "..."] [--snapshots DIR]`:
+// `node build/bench/memory/footprint.js [--sandboxes 1000] [--node-flags "..."] [--snapshots DIR] [--deploy]`:
 // knit's memory idle, with N sandboxes attached and after they are detached again, read from
 // inside the daemon (process.memoryUsage(), V8's heap spaces, after a full GC) and from /proc.
 // One daemon on its own bridge and /20 (10.184.208.0/20), N network namespaces made up front;
-// everything is named kf<4 hex>* and removed at the end. A measurement, not a test.
+// everything is named kf<4 hex>* and removed at the end. --deploy: the config as the DaemonSet
+// has it (YAML, a metrics listener that the readiness probe asks every 5 s, as it does here).
+// A measurement, not a test.
 // Results: bench/README.md, "Memory".
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -17,7 +19,9 @@ const sandboxes = Number(option('sandboxes', '1000'));
 const concurrency = Number(option('concurrency', '4'));
 const nodeFlags = process.argv.includes('--node-flags') ? option('node-flags', '').split(/\s+/).filter(Boolean) : undefined;
 const snapshotDir = process.argv.includes('--snapshots') ? option('snapshots', '') : undefined;
+const deploy = process.argv.includes('--deploy');
 const PREFIX = `kf${randomBytes(2).toString('hex')}`;
+const METRICS_PORT = 9480 + Math.floor(Math.random() * 400);
 const MiB = (b: number) => (b / 1048576).toFixed(1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -32,7 +36,13 @@ function ipBatch(lines: string[]): void {
 }
 
 async function main(): Promise<void> {
-  const knit = new KnitProcess({ prefix: PREFIX, subnet: '10.184.208.0/20', nodeFlags: [...(nodeFlags ?? launcherNodeFlags()), '--expose-gc'], snapshotDir });
+  const knit = new KnitProcess({ prefix: PREFIX, subnet: '10.184.208.0/20', nodeFlags: [...(nodeFlags ?? launcherNodeFlags()), '--expose-gc'], snapshotDir, ...(deploy && { yaml: true, metricsPort: METRICS_PORT }) });
+  // The kubelet's probes and a Prometheus scrape, as a node has them.
+  const probes = deploy
+    ? setInterval(() => {
+        for (const url of ['/readyz', '/healthz', '/metrics']) fetch(`http://127.0.0.1:${METRICS_PORT}${url}`).then((r) => r.text(), () => undefined);
+      }, 1000)
+    : undefined;
   const names = Array.from({ length: sandboxes }, (_, i) => `${PREFIX}-${i}`);
   const rows: [string, MemoryReport][] = [];
   try {
@@ -61,7 +71,7 @@ async function main(): Promise<void> {
     const detachCpu = cpuSeconds(knit.pid) - cpu1;
     await sleep(3000);
     rows.push(['all detached', await knit.report()]);
-    console.log(`knit serve, node flags ${JSON.stringify(knit.child.spawnargs.slice(1, knit.child.spawnargs.indexOf('--import')))}; ${sandboxes} attached in ${(fillSeconds * 1000).toFixed(0)} ms at ×${concurrency}; daemon CPU per attach ${((fillCpu / sandboxes) * 1000).toFixed(2)} ms, per detach ${((detachCpu / sandboxes) * 1000).toFixed(2)} ms (the reaper's bulk deletes partly after); MiB after a full GC`);
+    console.log(`knit serve${deploy ? ' (YAML config, /readyz, /healthz and /metrics asked every second)' : ''}, node flags ${JSON.stringify(knit.child.spawnargs.slice(1, knit.child.spawnargs.indexOf('--import')))}; ${sandboxes} attached in ${(fillSeconds * 1000).toFixed(0)} ms at ×${concurrency}; daemon CPU per attach ${((fillCpu / sandboxes) * 1000).toFixed(2)} ms, per detach ${((detachCpu / sandboxes) * 1000).toFixed(2)} ms (the reaper's bulk deletes partly after); MiB after a full GC`);
     console.log('| state | RSS | RssAnon | RssFile | heap used | heap total | new space | old space | code space | large objects | external | threads |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const [state, m] of rows) {
@@ -70,6 +80,7 @@ async function main(): Promise<void> {
     }
     for (const [state, m] of rows) if (m.snapshot) console.log(`${state}: ${m.snapshot}`);
   } finally {
+    clearInterval(probes);
     await knit.stop();
     ipBatch([...names.map((n) => `netns del ${n}`), `link del ${PREFIX}br`]);
   }

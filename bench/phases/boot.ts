@@ -20,8 +20,15 @@ import { bridgeHostLocal, CNI_BIN_DIR, keepHostForwarding } from '../contenders/
 
 /** How long a runtime waits before retrying an ADD that answered code 11. */
 const RETRY_MS = 100;
-/** CNI's "try again later". */
+/** CNI's "try again later": the error object's code (the plugin exits non-zero). */
 const TRY_AGAIN = 11;
+const cniErrorCode = (stdout: string) => {
+  try {
+    return (JSON.parse(stdout) as { code?: number }).code;
+  } catch {
+    return undefined;
+  }
+};
 
 export async function runBoot(world: World, progress: Progress, opts: { pods: number }): Promise<BootResult[]> {
   progress.begin(`boot (${opts.pods} pods at once: knit-cni with its daemon starting, then the bridge plugin)`, 2);
@@ -53,7 +60,7 @@ async function context(world: World, tag: string, what: string): Promise<SetupCo
   return { network: await world.network(tag), scratch, prefix: world.prefix, trackPid: (pid, w) => world.trackPid(pid, w) };
 }
 
-/** ADD every sandbox at once through `add` (exit code, output), retrying code 11. */
+/** ADD every sandbox at once through `add` (exit code, stdout), retrying CNI code 11. */
 async function addAll(r: BootResult, pods: Sandbox[], add: (sb: Sandbox) => Promise<{ code: number; out: string }>, t0: number): Promise<void> {
   await Promise.all(pods.map(async (sb) => {
     for (;;) {
@@ -64,7 +71,7 @@ async function addAll(r: BootResult, pods: Sandbox[], add: (sb: Sandbox) => Prom
         r.podMs.push(nowMs() - t0);
         return;
       }
-      if (code !== TRY_AGAIN || nowMs() - t0 > 60_000) {
+      if (cniErrorCode(out) !== TRY_AGAIN || nowMs() - t0 > 60_000) {
         r.errors.push(`ADD ${sb.id}: exit ${code}: ${out.trim().slice(0, 200)}`);
         return;
       }

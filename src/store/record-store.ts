@@ -25,6 +25,7 @@ interface Serialized<T> {
   file: string;
   text: string;
   stored: Stored<T>;
+  summary?: string;
 }
 
 /** A record as the store holds it: the document (stores with a schema), or the text that was
@@ -56,6 +57,9 @@ export interface OpenOptions {
    * rather than skip it (a skipped record's devices would look like leftovers to be swept)
    * or read it in part. */
   formatVersion?: number;
+  /** A short tag per record (a sandbox's state) kept beside its text, so tally() counts records
+   * by it without parsing them all (a readiness probe every few seconds would). */
+  summarize?(doc: unknown): string;
 }
 
 /** Files read at once during open(): enough to overlap I/O, few enough to stay far from EMFILE. */
@@ -94,6 +98,9 @@ function oneByte(json: string): string {
 
 export class RecordStore<T> {
   private readonly docs = new Map<string, Stored<T>>();
+  /** summarize()'s tag per id, when the store has one. */
+  private readonly summaries = new Map<string, string>();
+  private summarize?: (doc: unknown) => string;
   /** Per-id tail of pending writes: each write starts after the previous one for that id. */
   private readonly chains = new Map<string, Promise<void>>();
   private readonly found: StoreProblem[] = [];
@@ -111,6 +118,7 @@ export class RecordStore<T> {
    * previous content) and are removed. */
   static async open<T>(dir: string, schema?: RecordSchema<T>, options: OpenOptions = {}): Promise<RecordStore<T>> {
     const store = new RecordStore<T>(dir, schema);
+    store.summarize = options.summarize;
     const report = (file: string, reason: string) => {
       const problem = { file: path.join(dir, file), reason };
       store.found.push(problem);
@@ -134,6 +142,7 @@ export class RecordStore<T> {
       const result = store.decode(text);
       if ('error' in result) return report(entry.name, `skipped: ${result.error}`);
       store.docs.set(id, schema ? { doc: result.doc } : { text: oneByte(text) });
+      if (store.summarize) store.summaries.set(id, store.summarize(result.doc));
     };
     for (let i = 0; i < entries.length; i += LOAD_CONCURRENCY) {
       await Promise.all(entries.slice(i, i + LOAD_CONCURRENCY).map(load));
@@ -175,6 +184,13 @@ export class RecordStore<T> {
     return stored.text !== undefined ? (JSON.parse(stored.text) as T) : (stored.doc as T);
   }
 
+  /** How many records carry each summarize() tag (empty without summarize). */
+  tally(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const tag of this.summaries.values()) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+    return counts;
+  }
+
   ids(): IterableIterator<string> {
     return this.docs.keys();
   }
@@ -205,11 +221,12 @@ export class RecordStore<T> {
     };
   }
 
-  private write({ id, file, text, stored }: Serialized<T>): Promise<void> {
+  private write({ id, file, text, stored, summary }: Serialized<T>): Promise<void> {
     return this.enqueue(id, async () => {
       if (this.inMemory) replaceInMemoryFile(file, text);
       else await atomicWriteFile(file, text);
       this.docs.set(id, stored);
+      if (summary !== undefined) this.summaries.set(id, summary);
     });
   }
 
@@ -222,10 +239,11 @@ export class RecordStore<T> {
     const json = JSON.stringify(doc) as string | undefined;
     if (json === undefined) throw new KnitError('INTERNAL', `record ${JSON.stringify(id)} would not load back: it has no JSON form`);
     const text = oneByte(`${json}\n`);
-    if (!this.schema) return { id, file, text, stored: { text } };
+    const summary = this.summarize?.(doc);
+    if (!this.schema) return { id, file, text, stored: { text }, summary };
     const result = this.decode(text);
     if ('error' in result) throw new KnitError('INTERNAL', `record ${JSON.stringify(id)} would not load back: ${result.error}`);
-    return { id, file, text, stored: { doc: result.doc } };
+    return { id, file, text, stored: { doc: result.doc }, summary };
   }
 
   /** Delete the record durably. Removing an absent id is not an error. */
@@ -240,6 +258,7 @@ export class RecordStore<T> {
       if (this.inMemory) removeInMemoryFile(file);
       else await removeFile(file);
       this.docs.delete(id);
+      this.summaries.delete(id);
     });
   }
 

@@ -266,3 +266,18 @@ test('prepare refuses a document its schema would reject, as put does', async (t
   t.throws(() => store.prepare('sb', { n: 'x' } as never), { instanceOf: KnitError, message: /would not load back/ });
   t.is(store.get('sb'), undefined);
 });
+
+test('tally counts records by their summarize() tag without reading them, through writes, removes and a reopen', async (t) => {
+  const dir = await tempDir(t, 'tally');
+  const summarize = (doc: unknown) => (doc as { state: string }).state;
+  const store = await RecordStore.open<{ state: string }>(dir, undefined, { summarize });
+  await store.put('a', { state: 'attaching' });
+  await store.put('b', { state: 'attached' });
+  await store.put('a', { state: 'attached' });
+  t.deepEqual(Object.fromEntries(store.tally()), { attached: 2 });
+  await store.remove('b');
+  await store.put('c', { state: 'detaching' });
+  t.deepEqual(Object.fromEntries(store.tally()), { attached: 1, detaching: 1 });
+  t.deepEqual(Object.fromEntries((await RecordStore.open(dir, undefined, { summarize })).tally()), { attached: 1, detaching: 1 });
+  t.is((await RecordStore.open(dir)).tally().size, 0, 'no summarize, no tally');
+});
