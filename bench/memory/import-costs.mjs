@@ -18,7 +18,7 @@ const nodeFlags = flagsAt >= 0 ? args.splice(flagsAt, 2)[1].split(/\s+/).filter(
 const RUNS = 5;
 
 const DEFAULT = [
-  '@grpc/grpc-js', '@grpc/proto-loader', 'zod', 'pino', 'prom-client', 'yaml',
+  '@grpc/grpc-js', '@grpc/proto-loader', 'zod', 'pino', 'yaml',
   './build/src/base/errors.js', './build/src/net/handle.js', './build/src/store/index.js', './build/src/ipam/index.js',
   './build/src/config/index.js', './build/runtimes/index.js', './build/src/core/manager.js',
   './build/src/api/proto.js', './build/src/api/server.js', './build/src/cni-frontend/server.js',
