@@ -2,7 +2,7 @@
 // memory (VmRSS, solid; its anonymous part, dashed) over the soak's attach/detach cycles, on
 // linear axes from 0 MiB, with the last third (where a plateau must show) shaded.
 import type { BenchResults } from '../lib/results.js';
-import { color, labelOf } from './format.js';
+import { color } from './format.js';
 
 const WIDTH = 960;
 const HEIGHT = 420;
@@ -45,7 +45,7 @@ export function renderSoakSvg(r: BenchResults): string {
       `<polyline fill="none" stroke="${c}" stroke-width="1.8" ${dash} points="${s.cycles.map((cy, j) => `${f1(x(cy))},${f1(y(vals[j]! / 1024))}`).join(' ')}"/>`;
     out.push(line(s.rssKiB, ''), line(s.rssAnonKiB, 'stroke-dasharray="5,4"'));
     const last = s.rssKiB[s.rssKiB.length - 1]! / 1024;
-    out.push(text(WIDTH - RIGHT + 8, TOP + 14 + i * 18, `${labelOf(r, s.contender)}: ${last.toFixed(1)} MiB`, `fill="${c}"`));
+    out.push(text(WIDTH - RIGHT + 8, TOP + 14 + i * 18, `${s.contender}: ${last.toFixed(1)} MiB`, `fill="${c}"`));
   });
   out.push('</svg>');
   return out.join('\n');
