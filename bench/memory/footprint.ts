@@ -3,7 +3,7 @@
 // inside the daemon (process.memoryUsage(), V8's heap spaces, after a full GC) and from /proc.
 // One daemon on its own bridge and /20 (10.184.208.0/20), N network namespaces made up front;
 // everything is named kf<4 hex>* and removed at the end. --deploy: the config as the DaemonSet
-// has it (YAML, a metrics listener that the readiness probe asks every 5 s, as it does here).
+// has it (YAML, a metrics listener; /readyz every 5 s, /healthz every 10 s, /metrics every 15 s).
 // A measurement, not a test.
 // Results: bench/README.md, "Memory".
 import { execFileSync } from 'node:child_process';
@@ -37,12 +37,10 @@ function ipBatch(lines: string[]): void {
 
 async function main(): Promise<void> {
   const knit = new KnitProcess({ prefix: PREFIX, subnet: '10.184.208.0/20', nodeFlags: [...(nodeFlags ?? launcherNodeFlags()), '--expose-gc'], snapshotDir, ...(deploy && { yaml: true, metricsPort: METRICS_PORT }) });
-  // The kubelet's probes and a Prometheus scrape, as a node has them.
-  const probes = deploy
-    ? setInterval(() => {
-        for (const url of ['/readyz', '/healthz', '/metrics']) fetch(`http://127.0.0.1:${METRICS_PORT}${url}`).then((r) => r.text(), () => undefined);
-      }, 1000)
-    : undefined;
+  // The kubelet's probes at the DaemonSet's periods (readiness 5 s, liveness 10 s) and a
+  // Prometheus scrape every 15 s, as a node has them.
+  const ask = (url: string) => () => void fetch(`http://127.0.0.1:${METRICS_PORT}${url}`).then((r) => r.text(), () => undefined);
+  const probes = deploy ? [setInterval(ask('/readyz'), 5000), setInterval(ask('/healthz'), 10_000), setInterval(ask('/metrics'), 15_000)] : [];
   const names = Array.from({ length: sandboxes }, (_, i) => `${PREFIX}-${i}`);
   const rows: [string, MemoryReport][] = [];
   try {
@@ -71,7 +69,7 @@ async function main(): Promise<void> {
     const detachCpu = cpuSeconds(knit.pid) - cpu1;
     await sleep(3000);
     rows.push(['all detached', await knit.report()]);
-    console.log(`knit serve${deploy ? ' (YAML config, /readyz, /healthz and /metrics asked every second)' : ''}, node flags ${JSON.stringify(knit.child.spawnargs.slice(1, knit.child.spawnargs.indexOf('--import')))}; ${sandboxes} attached in ${(fillSeconds * 1000).toFixed(0)} ms at ×${concurrency}; daemon CPU per attach ${((fillCpu / sandboxes) * 1000).toFixed(2)} ms, per detach ${((detachCpu / sandboxes) * 1000).toFixed(2)} ms (the reaper's bulk deletes partly after); MiB after a full GC`);
+    console.log(`knit serve${deploy ? ' (YAML config; /readyz, /healthz, /metrics every 5, 10, 15 s)' : ''}, node flags ${JSON.stringify(knit.child.spawnargs.slice(1, knit.child.spawnargs.indexOf('--import')))}; ${sandboxes} attached in ${(fillSeconds * 1000).toFixed(0)} ms at ×${concurrency}; daemon CPU per attach ${((fillCpu / sandboxes) * 1000).toFixed(2)} ms, per detach ${((detachCpu / sandboxes) * 1000).toFixed(2)} ms (the reaper's bulk deletes partly after); MiB after a full GC`);
     console.log('| state | RSS | RssAnon | RssFile | heap used | heap total | new space | old space | code space | large objects | external | threads |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const [state, m] of rows) {
@@ -80,7 +78,7 @@ async function main(): Promise<void> {
     }
     for (const [state, m] of rows) if (m.snapshot) console.log(`${state}: ${m.snapshot}`);
   } finally {
-    clearInterval(probes);
+    for (const p of probes) clearInterval(p);
     await knit.stop();
     ipBatch([...names.map((n) => `netns del ${n}`), `link del ${PREFIX}br`]);
   }
