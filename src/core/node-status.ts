@@ -2,7 +2,13 @@
 // which networks and pools it has, and whether any pool is exhausted.
 import type { NetworkStatus, NodeStatus } from '../base/types.js';
 import { chainStatus } from '../cni-exec/network.js';
-import type { ManagerDeps } from './ports.js';
+import type { ManagerDeps, RecordStorePort } from './ports.js';
+import type { SandboxRecord } from './record.js';
+
+/** Sandboxes attached: from the store's tally when it keeps one (no record is parsed). */
+export function attachedCount(records: RecordStorePort<SandboxRecord>): number {
+  return records.tally ? (records.tally().get('attached') ?? 0) : [...records.values()].filter((r) => r.state === 'attached').length;
+}
 
 export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions'>): Promise<NodeStatus> {
   const unready = new Map(deps.unreadyNetworks());
@@ -30,6 +36,6 @@ export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'ne
     message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`), ...conditions].join('; '),
     schedulable: exhausted.length === 0,
     networks,
-    sandboxes: [...deps.records.values()].filter((r) => r.state === 'attached').length,
+    sandboxes: attachedCount(deps.records),
   };
 }

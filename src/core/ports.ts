@@ -23,6 +23,9 @@ export interface RecordStorePort<T> {
    * caller waits on something else. Optional: a caller without it puts. */
   prepare?(id: string, doc: T): PreparedPut;
   remove(id: string): Promise<void>;
+  /** Records per state, kept without parsing them (RecordStore's summarize); optional: without
+   * it, counts come from values(). */
+  tally?(): ReadonlyMap<string, number>;
 }
 
 export interface IpamPort {

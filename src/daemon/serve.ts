@@ -15,6 +15,7 @@ import { SandboxManager } from '../core/manager.js';
 import type { ManagerHooks } from '../core/ports.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
+import { attachedCount } from '../core/node-status.js';
 import { ensureNetwork, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
@@ -69,6 +70,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, {
     onProblem: storeProblem,
     formatVersion: SANDBOX_RECORD_VERSION,
+    summarize: (doc) => (doc as SandboxRecord).state,
   });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
@@ -147,7 +149,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     pathExists: existsSync,
     conditions: cniDeleteConditions,
   });
-  metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
+  metrics.sandboxes.set({}, () => attachedCount(records));
   // The pools IPAM has now: a config reload adds and removes networks.
   const pools = () => ipam.networks().flatMap((network) => ipam.usage(network).map((p) => ({ p, labels: { network, family: String(p.family) } })));
   metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
