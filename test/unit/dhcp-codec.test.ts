@@ -6,11 +6,12 @@
 import test from 'ava';
 import { ipv4Bytes, ipv6Bytes, ipv6Text, linkLocalOf, macBytes } from '../../src/dhcp/addr.js';
 import { buildIcmpv6Frame, buildUdpFrame, parseFrame, ETH_HEADER } from '../../src/dhcp/frame.js';
-import { encodeClasslessRoutes, encodeDomainList, encodeOptions, parseOptions, parseRequest } from '../../src/dhcp/dhcpv4.js';
+import { encodeClasslessRoutes, encodeDomainList, encodeOptions, parseOptions } from '../../src/dhcp/dhcpv4.js';
 import { parseOptions6 } from '../../src/dhcp/dhcpv6.js';
 import { leaseFrom } from '../../src/dhcp/lease.js';
 import { LEASE_SECONDS, respond, routerAdvertisement } from '../../src/dhcp/responder.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
+import { dhcpFrame as clientFrame } from '../helpers/dhcp-client.js';
 
 const GUEST_MAC = '0a:58:0a:76:00:05';
 const SERVER_MAC = '0e:11:22:33:44:55';
@@ -22,23 +23,7 @@ const guest: GuestConfig = {
 };
 const lease = leaseFrom(guest, { mac: SERVER_MAC, isRouter6: true, hostname: 'vm1' });
 
-/** A client's DHCP message (RFC 2131 figure 1) in an Ethernet broadcast frame from `mac`. */
-function dhcpFrame(type: number, o: { mac?: string; chaddr?: string; flags?: number; ciaddr?: string; options?: [number, Buffer][] } = {}): Buffer {
-  const msg = Buffer.alloc(240);
-  msg[0] = 1; // BOOTREQUEST
-  msg[1] = 1; // Ethernet
-  msg[2] = 6;
-  msg.writeUInt32BE(0xdeadbeef, 4);
-  msg.writeUInt16BE(o.flags ?? 0, 10);
-  ipv4Bytes(o.ciaddr ?? '0.0.0.0').copy(msg, 12);
-  macBytes(o.chaddr ?? o.mac ?? GUEST_MAC).copy(msg, 28);
-  msg.writeUInt32BE(0x63825363, 236);
-  const payload = Buffer.concat([msg, encodeOptions([[53, Buffer.from([type])], ...(o.options ?? [])])]);
-  return buildUdpFrame({
-    dstMac: macBytes('ff:ff:ff:ff:ff:ff'), srcMac: macBytes(o.mac ?? GUEST_MAC), srcIp: ipv4Bytes('0.0.0.0'), dstIp: ipv4Bytes('255.255.255.255'),
-    srcPort: 68, dstPort: 67, payload,
-  });
-}
+const dhcpFrame = (type: number, o: Parameters<typeof clientFrame>[2] & { mac?: string } = {}) => clientFrame(type, o.mac ?? GUEST_MAC, o);
 
 /** The DHCP payload and options of an answer frame, checked as a client would. */
 function answerOf(frame: Buffer) {

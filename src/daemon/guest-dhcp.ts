@@ -1,0 +1,80 @@
+// knit's DHCP/RA responders for KubeVirt guests (src/dhcp): one per tap whose hand-off says
+// the guest learns its network by DHCP (delivery "dhcp"), armed from the records at start-up
+// and on every attach or hot-plug, disarmed on detach or unplug. It runs in the daemon; the
+// socket sits on the tap in the pod's netns. Costs: docs/kubevirt.md, "Guest addresses".
+import { gatewayMac, podMac } from '../base/names.js';
+import { isTapHandoff, type TapHandoff } from '../base/handoff.js';
+import type { NetworkSpec } from '../base/strategy.js';
+import type { WatchEvent } from '../base/types.js';
+import type { SandboxRecord } from '../core/record.js';
+import { leaseFrom } from '../dhcp/lease.js';
+import { GuestResponders, type ResponderTarget } from '../dhcp/responders.js';
+import type { Outcome } from '../dhcp/responder.js';
+import { MASQUERADE_GW_MAC } from '../../runtimes/kubevirt/masquerade.js';
+
+export interface GuestDhcpDeps {
+  records: { values(): Iterable<SandboxRecord>; get(id: string): SandboxRecord | undefined };
+  watch(listener: (e: WatchEvent) => void): () => void;
+  networks: () => Map<string, NetworkSpec>;
+  defaultNetwork: () => string;
+  observe: (outcome: Outcome) => void;
+  log: { warn(o: object, m: string): void; info(o: object, m: string): void };
+}
+
+const served = (h: TapHandoff) => h.runtime === 'kubevirt' && h.device === 'tap' && h.guest.delivery === 'dhcp' && h.netns !== null;
+
+/** The MAC the answers come from, and whether it is the guest's IPv6 router: the device that
+ * really is the guest's gateway when knit knows it, else a stable MAC of the guest's own. */
+function server(rec: SandboxRecord, h: TapHandoff, net: NetworkSpec | undefined): { mac: string; isRouter6: boolean } {
+  if (h.model === 'masquerade') return { mac: MASQUERADE_GW_MAC, isRouter6: true };
+  const pinned = h.guest.neighbors.find((n) => h.guest.ips.some((ip) => ip.gateway === n.address));
+  if (pinned) return { mac: pinned.mac, isRouter6: true };
+  if (net?.mode === 'bridge') return { mac: gatewayMac(net.name, net.ipv4?.gateway), isRouter6: true };
+  return { mac: podMac(undefined, rec.sandboxId, `${h.guest.name}/dhcp`), isRouter6: false };
+}
+
+function targets(rec: SandboxRecord, networks: Map<string, NetworkSpec>, defaultNetwork: string): Map<string, ResponderTarget> {
+  const out = new Map<string, ResponderTarget>();
+  if (rec.state !== 'attached') return out;
+  for (const i of rec.result.interfaces) {
+    const h = i.handoff;
+    if (!isTapHandoff(h) || !served(h)) continue;
+    const req = rec.request.interfaces.find((x) => x.name === h.guest.name);
+    const net = networks.get(req?.network || defaultNetwork);
+    const lease = leaseFrom(h.guest, { ...server(rec, h, net), ...(rec.request.podName ? { hostname: rec.request.podName } : {}) });
+    out.set(`${rec.sandboxId}\0${h.name}`, { netns: h.netns!, tap: h.name, lease });
+  }
+  return out;
+}
+
+export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): number } {
+  const responders = new GuestResponders(
+    (outcome) => deps.observe(outcome),
+    (what, t, err) => deps.log.warn({ netns: t.netns, tap: t.tap, err: err.message }, `DHCP responder: ${what} failed`),
+  );
+  const sync = (sandboxId: string) => {
+    const rec = deps.records.get(sandboxId);
+    const want = rec ? targets(rec, deps.networks(), deps.defaultNetwork()) : new Map<string, ResponderTarget>();
+    const prefix = `${sandboxId}\0`;
+    for (const key of responders.keys()) if (key.startsWith(prefix) && !want.has(key)) responders.disarm(key);
+    for (const [key, t] of want) {
+      try {
+        responders.arm(key, t);
+      } catch (err) {
+        deps.log.warn({ sandboxId, netns: t.netns, tap: t.tap, err: (err as Error).message }, 'DHCP responder not armed: the guest gets no address from knit');
+      }
+    }
+  };
+  for (const rec of deps.records.values()) sync(rec.sandboxId);
+  if (responders.size) deps.log.info({ responders: responders.size }, 'DHCP responders armed from the records');
+  const unwatch = deps.watch((e) => {
+    if (e.type === 'attach' || e.type === 'detach' || e.type === 'interface-added' || e.type === 'interface-removed') sync(e.sandboxId);
+  });
+  return {
+    size: () => responders.size,
+    close() {
+      unwatch();
+      responders.close();
+    },
+  };
+}
