@@ -69,7 +69,7 @@ export function planOnPodInterface(input: InterfaceInput, opts: KubevirtOptions)
   checkDerivedNames(opts.index, [tap]);
   const gateway = (family: 4 | 6) => p.routes.find((r) => r.dst === (family === 4 ? '0.0.0.0/0' : '::/0'))?.gateway;
   const guest: GuestConfig = {
-    name: p.podInterface, mac: p.mac, mtu: p.mtu,
+    name: input.iface.name, mac: p.mac, mtu: p.mtu,
     ips: p.ips.map((ip) => ({ ...ip, ...(gateway(ip.family) ? { gateway: gateway(ip.family) } : {}) })),
     routes: p.routes, neighbors: [], ...(input.request.dns ? { dns: input.request.dns } : {}), delivery: 'dhcp',
   };

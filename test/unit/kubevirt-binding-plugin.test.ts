@@ -61,7 +61,7 @@ test('on the hashed pod interface another CNI made: the tap tap<hash> for uid 10
   t.like(h, { name: 'tapb1f51a511f1', mac: '0a:00:00:00:00:07', mtu: 1400, queues: 4, flags: 'IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|IFF_MULTI_QUEUE' });
   t.deepEqual(h.guest.ips, [{ address: '10.1.2.3/24', family: 4, gateway: '10.1.2.1' }]);
   t.deepEqual(h.guest.routes, [{ dst: '0.0.0.0/0', gateway: '10.1.2.1' }]);
-  t.is(h.guest.name, 'podb1f51a511f1');
+  t.is(h.guest.name, 'net1', 'the interface of the request (CNI_IFNAME), as for every hand-off');
   t.regex(h.libvirt!.interface, /<target dev='tapb1f51a511f1' managed='no'\/>[\s\S]*<driver name='vhost' queues='4'\/>/);
 });
 
