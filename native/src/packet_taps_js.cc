@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "errors.h"
+#include "js_reader.h"
 #include "nsfd_args.h"
 #include "packet_taps.h"
 
@@ -52,8 +53,7 @@ class PacketTapsWrap : public Napi::ObjectWrap<PacketTapsWrap> {
       Napi::TypeError::New(env, "callback must be a function").ThrowAsJavaScriptException();
       return;
     }
-    tsfn_ = Napi::ThreadSafeFunction::New(env, info[0].As<Napi::Function>(), "knit:packet-taps", 0, 1);
-    Napi::ThreadSafeFunction tsfn = tsfn_;
+    Napi::ThreadSafeFunction tsfn = reader_.Begin(env, info[0].As<Napi::Function>(), "knit:packet-taps");
     OpError err;
     if (PacketTaps::Create(
             [tsfn](std::vector<PacketEvent>&& events) mutable {
@@ -61,35 +61,21 @@ class PacketTapsWrap : public Napi::ObjectWrap<PacketTapsWrap> {
               if (tsfn.NonBlockingCall(batch, DeliverBatch) != napi_ok) delete batch;
             },
             &taps_, &err) < 0) {
-      tsfn_.Release();
+      reader_.Abandon();
       MakeOpError(env, err).ThrowAsJavaScriptException();
       return;
     }
-    cleanup_ = env.AddCleanupHook(std::function<void()>([this] {
-      hooked_ = false;
-      Shutdown();
-    }));
-    hooked_ = true;
-    open_ = true;
+    reader_.Arm(env, [this] {
+      taps_->Stop();
+      taps_.reset();
+    });
   }
 
-  ~PacketTapsWrap() override { Shutdown(); }
+  ~PacketTapsWrap() override { reader_.End(Env()); }
 
  private:
-  void Shutdown() {
-    if (hooked_) {
-      hooked_ = false;
-      cleanup_.Remove(Env());
-    }
-    if (!open_) return;
-    open_ = false;
-    taps_->Stop();
-    taps_.reset();
-    tsfn_.Release();
-  }
-
   bool Ready(Napi::Env env) {
-    if (open_) return true;
+    if (reader_.open()) return true;
     Napi::Error::New(env, "PacketTaps is shut down").ThrowAsJavaScriptException();
     return false;
   }
@@ -127,27 +113,24 @@ class PacketTapsWrap : public Napi::ObjectWrap<PacketTapsWrap> {
   Napi::Value Close(const Napi::CallbackInfo& info) {
     int64_t id = 0;
     if (!ArgUint(info, 0, "id", INT32_MAX, &id)) return info.Env().Undefined();
-    if (open_) taps_->Close(static_cast<int>(id));
+    if (reader_.open()) taps_->Close(static_cast<int>(id));
     return info.Env().Undefined();
   }
   Napi::Value ShutdownJs(const Napi::CallbackInfo& info) {
-    Shutdown();
+    reader_.End(info.Env());
     return info.Env().Undefined();
   }
   Napi::Value Ref(const Napi::CallbackInfo& info) {
-    if (open_) tsfn_.Ref(info.Env());
+    reader_.Ref(info.Env());
     return info.Env().Undefined();
   }
   Napi::Value Unref(const Napi::CallbackInfo& info) {
-    if (open_) tsfn_.Unref(info.Env());
+    reader_.Unref(info.Env());
     return info.Env().Undefined();
   }
 
   std::unique_ptr<PacketTaps> taps_;
-  Napi::ThreadSafeFunction tsfn_;
-  Napi::Env::CleanupHook<std::function<void()>> cleanup_;
-  bool hooked_ = false;
-  bool open_ = false;
+  JsReader reader_;
 };
 
 }  // namespace

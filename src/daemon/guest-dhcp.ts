@@ -25,8 +25,10 @@ const served = (h: TapHandoff) => h.runtime === 'kubevirt' && h.device === 'tap'
 
 /** The MAC the answers come from, and whether it is the guest's IPv6 router: the device that
  * really is the guest's gateway when knit knows it, else a stable MAC of the guest's own. */
-function server(rec: SandboxRecord, h: TapHandoff, net: NetworkSpec | undefined): { mac: string; isRouter6: boolean } {
+function server(rec: SandboxRecord, h: TapHandoff, net: NetworkSpec | undefined, foreign: boolean): { mac: string; isRouter6: boolean } {
   if (h.model === 'masquerade') return { mac: MASQUERADE_GW_MAC, isRouter6: true };
+  // On a pod interface another CNI made, knit does not know the network's router.
+  if (foreign) return { mac: podMac(undefined, rec.sandboxId, `${h.guest.name}/dhcp`), isRouter6: false };
   const pinned = h.guest.neighbors.find((n) => h.guest.ips.some((ip) => ip.gateway === n.address));
   if (pinned) return { mac: pinned.mac, isRouter6: true };
   if (net?.mode === 'bridge') return { mac: gatewayMac(net.name, net.ipv4?.gateway), isRouter6: true };
@@ -41,7 +43,7 @@ function targets(rec: SandboxRecord, networks: Map<string, NetworkSpec>, default
     if (!isTapHandoff(h) || !served(h)) continue;
     const req = rec.request.interfaces.find((x) => x.name === h.guest.name);
     const net = networks.get(req?.network || defaultNetwork);
-    const lease = leaseFrom(h.guest, { ...server(rec, h, net), ...(rec.request.podName ? { hostname: rec.request.podName } : {}) });
+    const lease = leaseFrom(h.guest, { ...server(rec, h, net, req?.binding?.logicNetwork !== undefined), ...(rec.request.podName ? { hostname: rec.request.podName } : {}) });
     out.set(`${rec.sandboxId}\0${h.name}`, { netns: h.netns!, tap: h.name, lease });
   }
   return out;
