@@ -9,7 +9,9 @@
 // interfaces. The guest takes both addresses by DHCP from knit, answers ping and HTTP from the
 // node and from a runc pod, libvirt changes nothing on the taps, and after virsh destroy and
 // undefine and CNI DEL nothing of knit's, the plugin's or libvirt's is left. The daemon and the
-// networks' bridges live in the test's own "node" netns. Prefix lkv; 10.234.25.0/24, .26.0/24.
+// networks' bridges live in the test's own "node" netns. The guest kernel's IPv6 router
+// solicitation gets knit's RA (the guest has no DHCPv6 client; the kernel test covers DHCPv6).
+// Prefix lkv; 10.234.25.0/24 and fd00:234:25::/64, 10.234.26.0/24.
 import test from 'ava';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -33,7 +35,7 @@ const BLUE_TAP = 'tap16477688c0e';
 const BRIDGE2 = `${P}b2`;
 const SHIM = path.resolve('build', 'native', 'knit-cni');
 const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}`));
-const opts = { prefix: P.slice(0, -1), subnet: '10.234.25.0/24', netns: NODE };
+const opts = { prefix: P.slice(0, -1), subnet: '10.234.25.0/24', subnet6: 'fd00:234:25::/64', netns: NODE };
 let d: Daemon | undefined;
 
 const inNode = (argv: string[]) => execFileSync('ip', ['netns', 'exec', NODE, ...argv], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -91,7 +93,7 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   // 1. The pod network: knit-cni is the network's CNI; the pod's annotations ask for KubeVirt's tap binding with two queues.
   const annotations = { 'knit.dev/runtime': 'kubevirt', 'knit.dev/binding': JSON.stringify({ binding: 'tap', queues: '2' }) };
   const primary = cni(SHIM, 'ADD', { id, ifname: 'eth0', args: k8sArgs }, knitConf({ runtimeConfig: { 'io.kubernetes.cri.pod-annotations': annotations } }));
-  const podIp = primary.ips[0].address.split('/')[0];
+  const podIp = primary.ips.find((i: Json) => !i.address.includes(':')).address.split('/')[0];
   t.regex(podIp, /^10\.234\.25\.\d+$/);
   // 2. Network "blue": Debian's bridge plugin makes the pod interface under KubeVirt's hashed name.
   cleanup.defer('blue DEL', async () => { try { cni(path.join(DEBIAN_PLUGINS, 'bridge'), 'DEL', { id, ifname: BLUE_IF }, blueConf); } catch { /* done below */ } });
@@ -131,7 +133,9 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   libvirt.virsh('start', `${P}vmi`);
   t.regex(libvirt.virsh('domiflist', `${P}vmi`), new RegExp(`tap0\\s+ethernet\\s+-\\s+virtio\\s+${eth0.address}`));
   const log = () => (existsSync(serial) ? readFileSync(serial, 'utf8') : '');
-  await eventually(() => /KNIT-READY/.test(log()), 'the guest booted and took its leases', 180_000).catch(() => undefined);
+  // Until the guest is ready, or its domain stops (a guest that panics is destroyed: on_reboot).
+  const running = () => libvirt!.virsh('domstate', `${P}vmi`).trim() === 'running';
+  await eventually(() => /KNIT-READY/.test(log()) || !running(), 'the guest booted and took its leases', 100_000).catch(() => undefined);
   t.regex(log(), /KNIT-READY/, log().slice(-2000));
 
   // The leases knit served, as the guest applied them.
@@ -147,6 +151,13 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   t.is(l1?.[2], `${blueIp}/24`);
   t.is(l1?.[3], '10.234.26.1');
   t.notRegex(log(), /KNIT-DHCP-FAIL/);
+  // IPv6 on knit's network: the guest kernel's router solicitation got knit's RA, whose router is
+  // the network bridge's own link-local address, and the pod's prefix on-link.
+  const bridgeAddrs = inNode(['ip', '-j', '-6', 'addr', 'show', 'dev', `${opts.prefix}br`]);
+  const bridgeLl = JSON.parse(bridgeAddrs)[0]?.addr_info?.find((a: Json) => a.scope === 'link')?.local;
+  t.truthy(bridgeLl, `the network bridge has a link-local address: ${bridgeAddrs}`);
+  t.regex(log(), new RegExp(`KNIT-RA6 ${bridgeLl} eth0`), 'the default route from knit\'s RA goes via the bridge');
+  t.regex(log(), /KNIT-RA6-PREFIX fd00:234:25::\/64 eth0/);
 
   // Reachable from the node, on both networks, by ping and TCP.
   t.true(pings(NODE, podIp), `the node could not ping the guest at ${podIp}`);
