@@ -18,7 +18,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, pingFrom, type Daemon } from '../helpers/daemon.js';
-import { ip, tc, type Json } from '../helpers/observe.js';
+import { ip, tc, tunOwner, type Json } from '../helpers/observe.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { DEBIAN_PLUGINS, hostLocal, knitShimConf, leases, nftRuleset } from '../helpers/cni.js';
 import { cmdline, ensureGuestImage, GUEST_HTTP_PORT } from '../fixtures/qemu.js';
@@ -42,7 +42,6 @@ const inNode = (argv: string[]) => execFileSync('ip', ['netns', 'exec', NODE, ..
 const httpFrom = (netns: string, addr: string) =>
   execFileSync('ip', ['netns', 'exec', netns, 'python3', '-c', `import urllib.request; print(urllib.request.urlopen("http://${addr}:${GUEST_HTTP_PORT}/", timeout=10).read().decode().strip())`], { encoding: 'utf8' }).trim();
 const pings = (netns: string, addr: string) => [1, 2, 3, 4, 5].some(() => pingFrom(netns, addr));
-const sysfs = (dev: string, file: string) => execFileSync('ip', ['netns', 'exec', VM, 'cat', `/sys/class/net/${dev}/${file}`], { encoding: 'utf8' }).trim();
 
 /** What a launcher must find unchanged on a tap it was handed (its open sets carrier, queues
  * and the vnet header per fd; none of those is the device's configuration). */
@@ -51,7 +50,7 @@ function tapConfig(dev: string) {
   const info = l.linkinfo.info_data;
   return {
     name: l.ifname, mac: l.address, mtu: l.mtu, alias: l.ifalias, master: l.master, up: l.flags.includes('UP'),
-    type: info.type, persist: info.persist, multiQueue: info.multi_queue, owner: sysfs(dev, 'owner'), group: sysfs(dev, 'group'),
+    type: info.type, persist: info.persist, multiQueue: info.multi_queue, ...tunOwner(VM, dev),
     filters: JSON.stringify(tc(VM, 'filter', 'show', 'dev', dev, 'ingress')),
   };
 }
@@ -107,7 +106,7 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   const eth0 = ip(VM, 'link', 'show', 'dev', 'eth0')[0];
   const blueIf = ip(VM, 'link', 'show', 'dev', BLUE_IF)[0];
   for (const tap of ['tap0', BLUE_TAP]) {
-    t.like(tapConfig(tap), { type: 'tap', persist: true, owner: '107', group: '107', up: true }, tap);
+    t.like(tapConfig(tap), { type: 'tap', persist: true, user: 107, group: 107, up: true }, tap);
   }
   t.true(tapConfig('tap0').multiQueue);
   t.false(tapConfig(BLUE_TAP).multiQueue);

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { Cleanup } from '../fixtures/cleanup.js';
 import { GUEST_HTTP_PORT } from '../fixtures/qemu.js';
 import { startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, hostLinks, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
-import { ip, type Json } from '../helpers/observe.js';
+import { ip, tunOwner, type Json } from '../helpers/observe.js';
 import { launchVm, vmHandoff } from '../helpers/vm-launcher.js';
 
 /** nft(8) by absolute path: under npm, PATH starts with node_modules/.bin, where an unrelated
@@ -73,7 +73,8 @@ test.serial('kubevirt masquerade: the guest is 10.0.2.2 behind k6t-eth0; HTTP to
   t.true(ip(sb.ns, 'addr', 'show', 'dev', 'eth0')[0].addr_info.some((a: Json) => a.local === podIp));
   const [tap] = ip(sb.ns, 'link', 'show', 'dev', 'tap0');
   t.is(tap.master, 'k6t-eth0');
-  t.like(tap.linkinfo.info_data, { type: 'tap', user: 107, group: 107 });
+  t.like(tap.linkinfo.info_data, { type: 'tap' });
+  t.deepEqual(tunOwner(sb.ns, 'tap0'), { user: 107, group: 107 });
   t.true(ip(sb.ns, 'addr', 'show', 'dev', 'k6t-eth0')[0].addr_info.some((a: Json) => a.local === '10.0.2.1' && a.prefixlen === 24));
   const ruleset = nftRuleset(sb.ns);
   t.deepEqual(ruleset.filter((x) => x.table).map((x) => `${x.table.family} ${x.table.name}`), ['ip nat']);
