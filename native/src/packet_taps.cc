@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "netns.h"
@@ -45,6 +46,12 @@ const struct sock_filter kFilter[] = {
     BPF_STMT(BPF_RET | BPF_K, 0x40000),                     // 17: accept, whole frame
     BPF_STMT(BPF_RET | BPF_K, 0),                           // 18: drop
 };
+
+int64_t NowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 int Fail(OpError* err, int errnum, std::string context) {
   err->err = errnum;
@@ -117,7 +124,9 @@ int PacketTaps::Open(const std::string& nsPath, const std::string& ifname, int* 
     close(fd);
     return Fail(err, e, "watch packet socket on " + ifname);
   }
-  socks_[n] = fd;
+  Sock sock{fd};
+  sock.refilledNs = NowNs();
+  socks_.emplace(n, sock);
   *id = n;
   return 0;
 }
@@ -126,7 +135,7 @@ int PacketTaps::Send(int id, const uint8_t* data, size_t len, OpError* err) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = socks_.find(id);
   if (it == socks_.end()) return Fail(err, EBADF, "send on closed packet socket " + std::to_string(id));
-  ssize_t n = send(it->second, data, len, MSG_DONTWAIT);
+  ssize_t n = send(it->second.fd, data, len, MSG_DONTWAIT);
   if (n < 0) return Fail(err, errno, "send frame on packet socket " + std::to_string(id));
   return 0;
 }
@@ -135,8 +144,8 @@ void PacketTaps::Close(int id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = socks_.find(id);
   if (it == socks_.end()) return;
-  epoll_ctl(epfd_, EPOLL_CTL_DEL, it->second, nullptr);
-  close(it->second);
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+  close(it->second.fd);
   socks_.erase(it);
 }
 
@@ -147,7 +156,7 @@ void PacketTaps::Stop() {
   (void)w;
   if (reader_.joinable()) reader_.join();
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, fd] : socks_) close(fd);
+  for (auto& [id, sock] : socks_) close(sock.fd);
   socks_.clear();
   close(wake_);
   close(epfd_);
@@ -170,8 +179,12 @@ void PacketTaps::Run() {
         int id = static_cast<int>(events[i].data.u64);
         auto it = socks_.find(id);
         if (it == socks_.end()) continue;  // closed after epoll_wait returned
+        Sock& sock = it->second;
+        int64_t now = NowNs();
+        sock.tokens = std::min(kFrameBurst, sock.tokens + (now - sock.refilledNs) / 1e9 * kFramesPerSecond);
+        sock.refilledNs = now;
         for (size_t k = 0; k < kMaxBatch; k++) {
-          ssize_t len = recv(it->second, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+          ssize_t len = recv(sock.fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
           if (len < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN) {
@@ -182,11 +195,24 @@ void PacketTaps::Run() {
             }
             break;
           }
+          if (sock.tokens < 1) {
+            sock.discarded++;
+            continue;
+          }
+          sock.tokens -= 1;
           PacketEvent e;
           e.id = id;
           e.wireLength = static_cast<size_t>(len);
           size_t kept = std::min(static_cast<size_t>(len), buf.size());
           e.frame.assign(buf.begin(), buf.begin() + kept);
+          batch.push_back(std::move(e));
+        }
+        // Said once per wake-up with discards, so a flood costs JS one event, not one per frame.
+        if (sock.discarded) {
+          PacketEvent e;
+          e.id = id;
+          e.overBudget = sock.discarded;
+          sock.discarded = 0;
           batch.push_back(std::move(e));
         }
       }

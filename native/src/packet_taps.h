@@ -27,7 +27,14 @@ struct PacketEvent {
   int err = 0;               // a socket error (ENETDOWN: the tap went down or away); no frame
   std::vector<uint8_t> frame;
   size_t wireLength = 0;     // > frame.size() when the frame did not fit the read buffer
+  uint64_t overBudget = 0;   // frames read and discarded since the last event: the guest sent
+                             // more than kFramesPerSecond (no frame in this event)
 };
+
+// What one guest may have answered: DHCP and RS are a handful of frames per boot, so a guest
+// sending more is flooding, and its surplus is discarded here, before it costs the JS thread.
+constexpr double kFramesPerSecond = 20;
+constexpr double kFrameBurst = 40;
 
 class PacketTaps {
  public:
@@ -53,7 +60,13 @@ class PacketTaps {
   int wake_;
   Sink sink_;
   std::mutex mu_;  // guards socks_ and every use of a socket fd (no fd is used after its close)
-  std::unordered_map<int, int> socks_;  // id -> fd
+  struct Sock {
+    int fd;
+    double tokens = kFrameBurst;
+    int64_t refilledNs = 0;
+    uint64_t discarded = 0;
+  };
+  std::unordered_map<int, Sock> socks_;  // id -> its socket
   int nextId_ = 1;
   std::atomic<bool> stopping_{false};
   std::thread reader_;

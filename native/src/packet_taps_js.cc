@@ -1,6 +1,7 @@
 // JS class PacketTaps: new PacketTaps(callback); open(netnsPath, ifname) -> {id, ifindex};
 // send(id, buffer); close(id); shutdown(); ref(); unref(). The reader thread hands batches to
-// JS through a ThreadSafeFunction: callback([{id, frame, wireLength} | {id, code, errno}]).
+// JS through a ThreadSafeFunction: callback([{id, frame, wireLength} | {id, code, errno} |
+// {id, overBudget}]).
 #include <napi.h>
 
 #include <memory>
@@ -27,6 +28,8 @@ void DeliverBatch(Napi::Env env, Napi::Function callback, std::vector<PacketEven
     if (e.err) {
       o.Set("code", ErrnoName(e.err));
       o.Set("errno", e.err);
+    } else if (e.overBudget) {
+      o.Set("overBudget", static_cast<double>(e.overBudget));
     } else {
       o.Set("frame", Napi::Buffer<uint8_t>::Copy(env, e.frame.data(), e.frame.size()));
       o.Set("wireLength", static_cast<double>(e.wireLength));

@@ -17,7 +17,7 @@ export interface GuestDhcpDeps {
   watch(listener: (e: WatchEvent) => void): () => void;
   networks: () => Map<string, NetworkSpec>;
   defaultNetwork: () => string;
-  observe: (outcome: Outcome) => void;
+  observe: (outcome: Outcome, frames: number) => void;
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
 
@@ -51,7 +51,7 @@ function targets(rec: SandboxRecord, networks: Map<string, NetworkSpec>, default
 
 export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): number } {
   const responders = new GuestResponders(
-    (outcome) => deps.observe(outcome),
+    (outcome, _target, frames) => deps.observe(outcome, frames),
     (what, t, err) => deps.log.warn({ netns: t.netns, tap: t.tap, err: err.message }, `DHCP responder: ${what} failed`),
   );
   const sync = (sandboxId: string) => {

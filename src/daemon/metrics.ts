@@ -69,7 +69,7 @@ export class KnitMetrics {
   readonly sandboxesReaped = new Counter('knit_sandboxes_reaped_total', 'Sandboxes knit detached on its own, by reason (netns-gone: their network namespace no longer exists).', ['reason']);
   readonly cniDeletesFailed = new Counter('knit_cni_queued_deletes_failed_total', 'Queued CNI DELs that gave up after their retries (moved to the queue\'s failed/).');
   readonly cniDeletesFailedPending = new Gauge('knit_cni_queued_deletes_failed', 'Files in the CNI delete queue\'s failed/ (an operator has to look at them).');
-  readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, ignored, dropped) and detail (the answer\'s kind, or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, not-for-us, ...).', ['result', 'detail']);
+  readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, ignored, dropped) and detail (the answer\'s kind, or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
   readonly dhcpResponders = new Gauge('knit_dhcp_responders', 'Guest taps knit answers DHCP and router solicitations on.');
   private readonly registry = new client.Registry();
 

@@ -159,7 +159,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const stopLinkEvents = publishLinkEvents(manager, records, log, goneSweeps.prompt);
   const guestDhcp = startGuestDhcp({
     records, watch: (l) => manager.watch(l), networks: () => specs, defaultNetwork: () => config.defaultNetwork, log,
-    observe: (o) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }),
+    observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }, frames),
   });
   metrics.dhcpResponders.set({}, () => guestDhcp.size());
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);

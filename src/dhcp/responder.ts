@@ -14,7 +14,7 @@ import { needsClasslessRoutes, type GuestLease } from './lease.js';
 export type Outcome =
   | { result: 'answered'; kind: 'offer' | 'ack' | 'nak' | 'advertise' | 'reply' | 'ra'; frames: Buffer[] }
   | { result: 'ignored'; reason: 'not-for-us' | 'no-address' | 'unanswered-type' }
-  | { result: 'dropped'; reason: Malformed['reason'] | 'foreign-mac' };
+  | { result: 'dropped'; reason: Malformed['reason'] | 'foreign-mac' | 'over-budget' };
 
 /** KubeVirt's lease (999 days): long enough that a guest never renews in practice. */
 export const LEASE_SECONDS = 999 * 24 * 3600;

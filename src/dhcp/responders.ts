@@ -26,7 +26,7 @@ export class GuestResponders {
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly observe: (outcome: Outcome, target: ResponderTarget) => void,
+    private readonly observe: (outcome: Outcome, target: ResponderTarget, frames: number) => void,
     private readonly warn: (what: string, target: ResponderTarget, err: Error) => void,
   ) {
     this.sockets = new PacketTaps((events) => this.onEvents(events));
@@ -74,10 +74,14 @@ export class GuestResponders {
     for (const e of events) {
       const a = this.byId.get(e.id);
       if (!a) continue; // closed while the frame was on its way
+      if ('overBudget' in e) {
+        this.observe({ result: 'dropped', reason: 'over-budget' }, a, e.overBudget);
+        continue;
+      }
       if (!('frame' in e)) continue; // ENETDOWN and the like: the tap is down; the socket carries on
       const outcome: Outcome = e.wireLength > e.frame.length ? { result: 'dropped', reason: 'oversized' } : respond(a.lease, e.frame);
       if (outcome.result === 'answered') this.send(a, outcome.frames);
-      this.observe(outcome, a);
+      this.observe(outcome, a, 1);
     }
   }
 

@@ -12,7 +12,10 @@ export type PacketEvent =
   /** wireLength > frame.length: the frame was longer than the addon's 64 KiB read buffer. */
   | { id: number; frame: Buffer; wireLength: number }
   /** The socket reported an error (ENETDOWN when the tap went down or away). */
-  | { id: number; code: string; errno: number };
+  | { id: number; code: string; errno: number }
+  /** The addon read and discarded this many frames: the guest sent more than 20 a second
+   * (bursts of 40), far beyond what DHCP and router solicitation need. */
+  | { id: number; overBudget: number };
 
 export class PacketTaps {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -3,7 +3,8 @@
 // file (a python helper opens tap0 as QEMU does). The guest's MAC gets an OFFER with the pod's
 // address, routes, MTU, DNS, search domains and hostname; DHCPv6 and router solicitations are
 // answered the same way. Truncated, oversized and foreign-MAC frames get no answer, are counted
-// (knit_dhcp_frames_total) and do not stop the responder; it comes back after a kill -9 and
+// (knit_dhcp_frames_total) and do not stop the responder, nor does a flood (its surplus is
+// discarded in the addon and counted); it comes back after a kill -9 and
 // goes with the detach. Prefix dhr; subnets 10.233.25.0/24, fd00:233:25::/64.
 import test from 'ava';
 import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon } from '../helpers/daemon.js';
@@ -91,6 +92,15 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   t.is(await metric('knit_dhcp_frames_total{detail="oversized",result="dropped"}'), 1);
   t.is(await metric('knit_dhcp_frames_total{detail="foreign-mac",result="dropped"}'), 2);
   t.is(dhcpAnswers(await ask(good)).length, 1, 'the responder still answers after the bad frames');
+
+  // A flood: past the budget (20 a second, bursts of 40) frames are discarded in the addon,
+  // counted, and not answered; a second later the guest is answered again.
+  for (let i = 0; i < 300; i++) peer.send(good);
+  const flooded = dhcpAnswers(await peer.recv(1500)).length;
+  t.true(flooded >= 10 && flooded <= 80, `${flooded} of 300 flooding DISCOVERs answered`);
+  t.true(await metric('knit_dhcp_frames_total{detail="over-budget",result="dropped"}') >= 200);
+  await new Promise((r) => setTimeout(r, 2500));
+  t.is(dhcpAnswers(await ask(good)).length, 1, 'answered again once the flood is over');
 
   // kill -9, restart: armed again from the records.
   d.child.kill('SIGKILL');
