@@ -171,6 +171,10 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   const verdict = await eventually(() => /KNIT-PING-(OK|FAIL) 10\.234\.25\.1/.exec(log()), 'guest pinged its gateway', 30_000);
   t.is(verdict?.[1], 'OK', 'the guest reaches its gateway');
 
+  // knit's own observer agrees with the kernel (the taps, the redirects on the pod interfaces).
+  const checked = await d!.call('Check', { sandbox_id: id });
+  t.true(checked.ok, JSON.stringify(checked.differences));
+
   // libvirt changed nothing on the taps it opened by name.
   t.deepEqual({ tap0: tapConfig('tap0'), blue: tapConfig(BLUE_TAP) }, before);
   t.regex(libvirt.virsh('dumpxml', `${P}vmi`), new RegExp(`<target dev='${BLUE_TAP}' managed='no'/>`));
