@@ -7,6 +7,8 @@
 // discarded in the addon and counted); it comes back after a kill -9 and
 // goes with the detach. Prefix dhr; subnets 10.233.25.0/24, fd00:233:25::/64.
 import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { ip, tc } from '../helpers/observe.js';
 import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { openTapPeer, type TapPeer } from '../fixtures/tap-peer.js';
@@ -120,4 +122,50 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
     if (left) await new Promise((r) => setTimeout(r, 100));
   }
   t.is(left, 0, 'no responder once the sandbox is detached');
+});
+
+test.serial('as the binding CNI alone: the tap on a pod interface knit did not make, served with that interface\'s address; detach leaves the interface as it was', async (t) => {
+  const prefix = uniquePrefix('dhb');
+  const ns = `${prefix}vm`;
+  const opts = { prefix: prefix.slice(0, -1), subnet: '10.233.26.0/24' };
+  let d: Daemon | undefined;
+  let peer: TapPeer | undefined;
+  t.teardown(async () => {
+    await peer?.stop();
+    await cleanupDaemon(d, opts, [ns]);
+    removeNetns(ns);
+    try { execFileSync('ip', ['link', 'del', `${prefix}h`], { stdio: 'ignore' }); } catch { /* gone with the netns */ }
+  });
+  d = await startDaemon(opts);
+  const path = makeNetns(ns);
+  // "Another CNI": a veth whose pod end is eth0 with an address and a default route.
+  execFileSync('ip', ['link', 'add', `${prefix}h`, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+  execFileSync('ip', ['-n', ns, 'addr', 'add', '192.168.77.5/24', 'dev', 'eth0']);
+  execFileSync('ip', ['-n', ns, 'link', 'set', 'eth0', 'mtu', '1400', 'up']);
+  execFileSync('ip', ['-n', ns, 'route', 'add', 'default', 'via', '192.168.77.1']);
+  const eth0Before = JSON.stringify(ip(ns, 'addr', 'show', 'dev', 'eth0')[0].addr_info) + JSON.stringify(ip(ns, 'route', 'show'));
+  const res = (await d.call('Attach', {
+    sandbox_id: ns, netns_path: path, runtime: 'KUBEVIRT', interfaces: [{ name: 'net1', binding: { binding: 'tap', logicNetwork: 'default' } }],
+  })).result;
+  const { handoff: h } = vmHandoff(res);
+  t.like(h, { name: 'tap0', mtu: 1400, owner: 107, group: 107 });
+  t.is(h.mac, ip(ns, 'link', 'show', 'dev', 'eth0')[0].address);
+  t.deepEqual(res.ips, [], 'the addresses are the other CNI\'s, not knit\'s');
+  peer = await openTapPeer(ns, 'tap0');
+  peer.send(dhcpFrame(DISCOVER, h.mac));
+  const [offer] = dhcpAnswers(await peer.recv(1500));
+  t.is(offer?.yiaddr, '192.168.77.5');
+  t.is([...offer!.options.get(3)!].join('.'), '192.168.77.1');
+  t.is(offer!.options.get(26)!.readUInt16BE(0), 1400);
+  await peer.stop();
+  peer = undefined;
+  await d.call('Detach', { sandbox_id: ns });
+  let gone = false;
+  for (let i = 0; i < 50 && !gone; i++) {
+    gone = !ip(ns, 'link', 'show').some((l: any) => l.ifname === 'tap0');
+    if (!gone) await new Promise((r) => setTimeout(r, 100));
+  }
+  t.true(gone, 'tap0 removed');
+  t.deepEqual(tc(ns, 'qdisc', 'show', 'dev', 'eth0').filter((q: any) => q.kind === 'ingress'), [], 'the ingress qdisc knit added is gone');
+  t.is(JSON.stringify(ip(ns, 'addr', 'show', 'dev', 'eth0')[0].addr_info) + JSON.stringify(ip(ns, 'route', 'show')), eth0Before, 'eth0, its address and routes as they were');
 });
