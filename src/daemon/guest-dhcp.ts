@@ -2,6 +2,8 @@
 // the guest learns its network by DHCP (delivery "dhcp"), armed from the records at start-up
 // and on every attach or hot-plug, disarmed on detach or unplug. It runs in the daemon; the
 // socket sits on the tap in the pod's netns. Costs: docs/kubevirt.md, "Guest addresses".
+import { watch, type FSWatcher } from 'node:fs';
+import path from 'node:path';
 import { gatewayMac, podMac } from '../base/names.js';
 import { isTapHandoff, type TapHandoff } from '../base/handoff.js';
 import type { NetworkSpec } from '../base/strategy.js';
@@ -18,6 +20,8 @@ export interface GuestDhcpDeps {
   networks: () => Map<string, NetworkSpec>;
   defaultNetwork: () => string;
   observe: (outcome: Outcome, frames: number) => void;
+  /** A served netns's file was removed (its namespace lives on while the socket does). */
+  netnsFileGone: () => void;
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
 
@@ -67,16 +71,60 @@ export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): nu
       }
     }
   };
+  const watched = watchNetnsFiles(() => responders.targets().map((t) => t.netns), deps.netnsFileGone);
+  const syncAndWatch = (sandboxId: string) => {
+    sync(sandboxId);
+    watched.update();
+  };
   for (const rec of deps.records.values()) sync(rec.sandboxId);
+  watched.update();
   if (responders.size) deps.log.info({ responders: responders.size }, 'DHCP responders armed from the records');
   const unwatch = deps.watch((e) => {
-    if (e.type === 'attach' || e.type === 'detach' || e.type === 'interface-added' || e.type === 'interface-removed') sync(e.sandboxId);
+    if (e.type === 'attach' || e.type === 'detach' || e.type === 'interface-added' || e.type === 'interface-removed') syncAndWatch(e.sandboxId);
   });
   return {
     size: () => responders.size,
     close() {
       unwatch();
+      watched.close();
       responders.close();
+    },
+  };
+}
+
+/** A responder's socket keeps its pod's namespace alive, so a netns deleted behind knit's back
+ * kills no link the link monitor could see. The directories of the served netns files are
+ * watched instead (inotify, one watch per directory): a served file removed prompts a sweep,
+ * which detaches the sandbox and so closes the socket. */
+function watchNetnsFiles(served: () => string[], gone: () => void): { update(): void; close(): void } {
+  const watchers = new Map<string, FSWatcher>();
+  let files = new Set<string>();
+  return {
+    update() {
+      files = new Set(served());
+      const dirs = new Set([...files].map((f) => path.dirname(f)));
+      for (const [dir, w] of watchers) {
+        if (!dirs.has(dir)) {
+          w.close();
+          watchers.delete(dir);
+        }
+      }
+      for (const dir of dirs) {
+        if (watchers.has(dir)) continue;
+        try {
+          const w = watch(dir, { persistent: false }, (_event, name) => {
+            if (name && files.has(path.join(dir, name.toString()))) gone();
+          });
+          w.on('error', () => watchers.delete(dir)); // the directory went: the timer sweep still runs
+          watchers.set(dir, w);
+        } catch {
+          /* no such directory: the timer sweep still runs */
+        }
+      }
+    },
+    close() {
+      for (const w of watchers.values()) w.close();
+      watchers.clear();
     },
   };
 }

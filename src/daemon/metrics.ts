@@ -65,7 +65,7 @@ export class KnitMetrics {
   readonly sandboxes = new Gauge('knit_sandboxes_attached', 'Sandboxes attached on this node.');
   readonly poolUsed = new Gauge('knit_pool_addresses_used', 'Addresses allocated per network pool.', ['network', 'family']);
   readonly poolSize = new Gauge('knit_pool_addresses_total', 'Addresses a network pool can hand out.', ['network', 'family']);
-  readonly goneNetnsSweeps = new Counter('knit_gone_netns_sweeps_total', 'Sweeps for sandboxes whose network namespace is gone, by what started them (start-up, timer, link-gone, pool-low, pool-exhausted); each reads every record.', ['trigger']);
+  readonly goneNetnsSweeps = new Counter('knit_gone_netns_sweeps_total', 'Sweeps for sandboxes whose network namespace is gone, by what started them (start-up, timer, link-gone, netns-file-gone, pool-low, pool-exhausted); each reads every record.', ['trigger']);
   readonly sandboxesReaped = new Counter('knit_sandboxes_reaped_total', 'Sandboxes knit detached on its own, by reason (netns-gone: their network namespace no longer exists).', ['reason']);
   readonly cniDeletesFailed = new Counter('knit_cni_queued_deletes_failed_total', 'Queued CNI DELs that gave up after their retries (moved to the queue\'s failed/).');
   readonly cniDeletesFailedPending = new Gauge('knit_cni_queued_deletes_failed', 'Files in the CNI delete queue\'s failed/ (an operator has to look at them).');

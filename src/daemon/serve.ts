@@ -159,6 +159,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const stopLinkEvents = publishLinkEvents(manager, records, log, goneSweeps.prompt);
   const guestDhcp = startGuestDhcp({
     records, watch: (l) => manager.watch(l), networks: () => specs, defaultNetwork: () => config.defaultNetwork, log,
+    netnsFileGone: goneSweeps.promptFileGone,
     observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }, frames),
   });
   metrics.dhcpResponders.set({}, () => guestDhcp.size());

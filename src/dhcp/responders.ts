@@ -42,6 +42,10 @@ export class GuestResponders {
     return [...this.byKey.keys()];
   }
 
+  targets(): ResponderTarget[] {
+    return [...this.byKey.values()];
+  }
+
   /** Opens the socket (replacing one under the same key whose target changed). Throws the addon's error. */
   arm(key: string, target: ResponderTarget): void {
     const old = this.byKey.get(key);
