@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What knit's DHCP/RA responder costs per KubeVirt VM (docs/kubevirt.md, "Guest addresses"):
+// What knit's DHCP/RA responder costs per KubeVirt VM (README.md, "KubeVirt", "Guest addresses"):
 // arms N responders (build/src/dhcp/responders.js, as the daemon does) on N taps in a
 // throwaway netns (kbdh-a), and reports the daemon-side cost per VM: resident memory, JS heap
 // and file descriptors, each after minus before, divided by N; then the CPU time of one

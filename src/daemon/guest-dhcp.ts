@@ -1,7 +1,7 @@
 // knit's DHCP/RA responders for KubeVirt guests (src/dhcp): one per tap whose hand-off says
 // the guest learns its network by DHCP (delivery "dhcp"), armed from the records at start-up
 // and on every attach or hot-plug, disarmed on detach or unplug. It runs in the daemon; the
-// socket sits on the tap in the pod's netns. Costs: docs/kubevirt.md, "Guest addresses".
+// socket sits on the tap in the pod's netns. Its cost: README.md, "KubeVirt", "Guest addresses".
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { gatewayMac, podMac } from '../base/names.js';
