@@ -18,6 +18,26 @@ import { encodeDomainList } from '../../src/dhcp/dhcpv4.js';
 import { ipv6Bytes } from '../../src/dhcp/addr.js';
 import { vmHandoff } from '../helpers/vm-launcher.js';
 
+/** Frames an IPv4/IPv6 client reads (the tap's own kernel traffic, MLD and the like, is skipped). */
+const parsed = (frames: Buffer[]) => frames.flatMap((f) => {
+  try {
+    return [parseFrame(f, 65535)];
+  } catch {
+    return [];
+  }
+});
+const isAnswer = (f: Buffer) => parsed([f]).some((p) => p.srcPort === 67 || p.srcPort === 547 || (p.protocol === 58 && p.payload[0] === 134));
+
+/** Frames towards the guest after sending one: first whatever is late from before is drained,
+ * then up to ms for an answer (the machine may be busy), then 300 ms more for a second one. */
+async function askPeer(peer: TapPeer, frame: Buffer, ms: number): Promise<Buffer[]> {
+  await peer.recv(200);
+  peer.send(frame);
+  const got: Buffer[] = [];
+  for (const until = Date.now() + ms; Date.now() < until && !got.some(isAnswer);) got.push(...(await peer.recv(250)));
+  return [...got, ...(await peer.recv(300))];
+}
+
 const P = uniquePrefix('dhr');
 const NS = `${P}vm`;
 const ID = `${P}vm`;
@@ -51,10 +71,7 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   t.is(await metric('knit_dhcp_responders'), 1);
 
   peer = await openTapPeer(NS, 'tap0');
-  const ask = async (frame: Buffer, ms = 1500) => {
-    peer!.send(frame);
-    return peer!.recv(ms);
-  };
+  const ask = (frame: Buffer, ms = 5000) => askPeer(peer!, frame, ms);
 
   // DISCOVER -> OFFER, as a client checks it.
   const [offer] = dhcpAnswers(await ask(dhcpFrame(DISCOVER, h.mac)));
@@ -72,10 +89,10 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   t.is(ack?.type, 5);
 
   // IPv6: an RS gets an RA (managed), a Solicit gets an Advertise with the pod's v6 address.
-  const ra = (await ask(routerSolicitation(h.mac))).map((f) => parseFrame(f, 65535)).find((f) => f.protocol === 58 && f.payload[0] === 134);
+  const ra = parsed(await ask(routerSolicitation(h.mac))).find((f) => f.protocol === 58 && f.payload[0] === 134);
   t.truthy(ra, 'an RA reached the guest');
   t.is(ra!.payload[5]! & 0x80, 0x80);
-  const adv = (await ask(solicit6(h.mac))).map((f) => parseFrame(f, 65535)).find((f) => f.srcPort === 547);
+  const adv = parsed(await ask(solicit6(h.mac))).find((f) => f.srcPort === 547);
   t.truthy(adv);
   t.true(adv!.payload.includes(ipv6Bytes(v6)), 'the IA_NA carries the pod address');
 
@@ -88,8 +105,9 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
     ['foreign-mac', dhcpFrame(DISCOVER, '0a:58:0a:e9:19:63')],
     ['foreign-mac', dhcpFrame(DISCOVER, h.mac, { chaddr: '0a:58:0a:e9:19:63' })],
   ];
+  await peer.recv(200);
   for (const [, frame] of bad) peer.send(frame);
-  t.deepEqual(dhcpAnswers(await peer.recv(1500)), [], 'no answer to any bad frame');
+  t.deepEqual(dhcpAnswers(await peer.recv(2000)), [], 'no answer to any bad frame');
   t.true(await metric('knit_dhcp_frames_total{detail="truncated",result="dropped"}') >= 2);
   t.is(await metric('knit_dhcp_frames_total{detail="oversized",result="dropped"}'), 1);
   t.is(await metric('knit_dhcp_frames_total{detail="foreign-mac",result="dropped"}'), 2);
@@ -97,17 +115,20 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
 
   // A flood: past the budget (20 a second, bursts of 40) frames are discarded in the addon,
   // counted, and not answered; a second later the guest is answered again.
+  await peer.recv(200);
   for (let i = 0; i < 300; i++) peer.send(good);
-  const flooded = dhcpAnswers(await peer.recv(1500)).length;
-  t.true(flooded >= 10 && flooded <= 80, `${flooded} of 300 flooding DISCOVERs answered`);
-  t.true(await metric('knit_dhcp_frames_total{detail="over-budget",result="dropped"}') >= 200);
+  const flooded = dhcpAnswers(await peer.recv(3000)).length;
+  // The burst (40) and what 3 s refill (60) at the most; the kernel itself drops what does not
+  // fit the socket's queue, so not every frame past the budget is counted.
+  t.true(flooded >= 10 && flooded <= 100, `${flooded} of 300 flooding DISCOVERs answered`);
+  t.true(await metric('knit_dhcp_frames_total{detail="over-budget",result="dropped"}') >= 50);
   await new Promise((r) => setTimeout(r, 2500));
   t.is(dhcpAnswers(await ask(good)).length, 1, 'answered again once the flood is over');
 
   // kill -9, restart: armed again from the records.
   d.child.kill('SIGKILL');
   await d.exited;
-  t.deepEqual(dhcpAnswers(await ask(good, 800)), [], 'nobody answers while knit is down');
+  t.deepEqual(dhcpAnswers(await ask(good, 1000)), [], 'nobody answers while knit is down');
   d = await d.restart();
   t.is(await metric('knit_dhcp_responders'), 1);
   t.is(dhcpAnswers(await ask(good)).length, 1, 'answered again after the restart');
@@ -152,8 +173,7 @@ test.serial('as the binding CNI alone: the tap on a pod interface knit did not m
   t.is(h.mac, ip(ns, 'link', 'show', 'dev', 'eth0')[0].address);
   t.deepEqual(res.ips, [], 'the addresses are the other CNI\'s, not knit\'s');
   peer = await openTapPeer(ns, 'tap0');
-  peer.send(dhcpFrame(DISCOVER, h.mac));
-  const [offer] = dhcpAnswers(await peer.recv(1500));
+  const [offer] = dhcpAnswers(await askPeer(peer, dhcpFrame(DISCOVER, h.mac), 5000));
   t.is(offer?.yiaddr, '192.168.77.5');
   t.is([...offer!.options.get(3)!].join('.'), '192.168.77.1');
   t.is(offer!.options.get(26)!.readUInt16BE(0), 1400);
