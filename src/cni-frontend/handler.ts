@@ -136,7 +136,7 @@ export class CniFrontend {
         { rename: cniField },
       );
       result = await this.service.attach(attach);
-    } else if (existing.result && hasInterface(existing.result, req.ifname)) {
+    } else if (existing.result && (hasInterface(existing.result, req.ifname) || existing.request.interfaces.some((i) => i.name === req.ifname))) {
       // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
       // fresh hand-off tokens as an Attach answer has.
       const full = this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result;

@@ -20,11 +20,13 @@ export class KnitMetrics {
   readonly sandboxes = new Gauge('knit_sandboxes_attached', 'Sandboxes attached on this node.');
   readonly poolUsed = new Gauge('knit_pool_addresses_used', 'Addresses allocated per network pool.', ['network', 'family']);
   readonly poolSize = new Gauge('knit_pool_addresses_total', 'Addresses a network pool can hand out.', ['network', 'family']);
-  readonly goneNetnsSweeps = new Counter('knit_gone_netns_sweeps_total', 'Sweeps for sandboxes whose network namespace is gone, by what started them (start-up, timer, link-gone, pool-low, pool-exhausted); each reads every record.', ['trigger']);
+  readonly goneNetnsSweeps = new Counter('knit_gone_netns_sweeps_total', 'Sweeps for sandboxes whose network namespace is gone, by what started them (start-up, timer, link-gone, netns-file-gone, pool-low, pool-exhausted); each reads every record.', ['trigger']);
   readonly sandboxesReaped = new Counter('knit_sandboxes_reaped_total', 'Sandboxes knit detached on its own, by reason (netns-gone: their network namespace no longer exists).', ['reason']);
   readonly cniDeletesFailed = new Counter('knit_cni_queued_deletes_failed_total', 'Queued CNI DELs that gave up after their retries (moved to the queue\'s failed/).');
   readonly cniDeletesFailedPending = new Gauge('knit_cni_queued_deletes_failed', 'Files in the CNI delete queue\'s failed/ (an operator has to look at them).');
   readonly draRegistrations = new Counter('knit_dra_registrations_total', 'The kubelet\'s NotifyRegistrationStatus calls to the DRA plugin, by outcome (registered "true" or "false").', ['registered']);
+  readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, ignored, dropped) and detail (the answer\'s kind, or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
+  readonly dhcpResponders = new Gauge('knit_dhcp_responders', 'Guest taps knit answers DHCP and router solicitations on.');
   /** The process and Node.js series; started with the metrics listener, so a node that
    * serves no metrics pays nothing for them. */
   private runtime?: RuntimeMetrics;
@@ -45,7 +47,7 @@ export class KnitMetrics {
   }
 
   render(): string {
-    const own = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending, this.draRegistrations];
+    const own = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending, this.draRegistrations, this.dhcpFrames, this.dhcpResponders];
     return own.map((m) => m.render()).join('') + (this.runtime?.render() ?? '');
   }
 }

@@ -32,6 +32,7 @@ import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './tap-fd-server.js';
 import { publishLinkEvents } from './link-events.js';
 import { scheduleGoneNetnsSweeps } from './gone-netns-sweeps.js';
+import { startGuestDhcp } from './guest-dhcp.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
 import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
@@ -163,6 +164,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await manager.reapGoneNetns('start-up').catch((err: Error) => log.warn({ err: err.message }, 'gone-netns sweep failed'));
   const goneSweeps = scheduleGoneNetnsSweeps({ sweep: (trigger) => manager.reapGoneNetns(trigger), intervalSeconds: () => config.goneNetnsSweepSeconds, log });
   const stopLinkEvents = publishLinkEvents(manager, records, log, goneSweeps.prompt);
+  const guestDhcp = startGuestDhcp({
+    records, watch: (l) => manager.watch(l), networks: () => specs, defaultNetwork: () => config.defaultNetwork, log,
+    netnsFileGone: goneSweeps.promptFileGone,
+    observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }, frames),
+  });
+  metrics.dhcpResponders.set({}, () => guestDhcp.size());
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
@@ -241,6 +248,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   stopWatch();
   cniDeletes.stop();
   stopLinkEvents();
+  guestDhcp.close();
   goneSweeps.stop();
   await api.close();
   await dra?.close();
