@@ -69,10 +69,15 @@ export class KnitMetrics {
   readonly sandboxesReaped = new Counter('knit_sandboxes_reaped_total', 'Sandboxes knit detached on its own, by reason (netns-gone: their network namespace no longer exists).', ['reason']);
   readonly cniDeletesFailed = new Counter('knit_cni_queued_deletes_failed_total', 'Queued CNI DELs that gave up after their retries (moved to the queue\'s failed/).');
   readonly cniDeletesFailedPending = new Gauge('knit_cni_queued_deletes_failed', 'Files in the CNI delete queue\'s failed/ (an operator has to look at them).');
+  readonly clusterPeers = new Gauge('knit_cluster_peers', 'Other nodes per network, by whether their routes are in place (state in_place or not_routed).', ['network', 'state']);
+  readonly clusterReconcileSeconds = new Histogram('knit_cluster_reconcile_duration_seconds', 'From a change of the cluster view to the kernel holding its routes, neighbours and FDB entries.', LATENCY_BUCKETS, ['outcome']);
+  readonly clusterSourceState = new Gauge('knit_cluster_node_source_state', '1 for the state the node list is in (starting, synced, unreachable), 0 for the others.', ['state']);
+  readonly clusterSubnetConflicts = new Gauge('knit_cluster_subnet_conflicts', 'Networks whose node subnet changed while pods hold addresses in the old one.');
   private readonly registry = new client.Registry();
 
   constructor() {
-    for (const m of [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending]) {
+    for (const m of [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending,
+      this.clusterPeers, this.clusterReconcileSeconds, this.clusterSourceState, this.clusterSubnetConflicts]) {
       this.registry.registerMetric(m.metric);
     }
     this.sandboxesReaped.inc({ reason: 'netns-gone' }, 0); // the series exists before the first reap

@@ -1,0 +1,277 @@
+// The cluster network of this node (README "A cluster", docs/cluster.md): learns the nodes from
+// a NodeSource (the config's literal map, or the Kubernetes API, loaded only then), fills in the
+// node's pod subnets, and keeps the kernel's cross-node routes, VTEP, neighbour and FDB entries,
+// forwarding switches and masquerade table in step with the node list. Planning is pure
+// (src/cluster/); this file reads the kernel, runs the changes and reports.
+import os from 'node:os';
+import type { Logger } from 'pino';
+import type { ClusterSettings, KnitConfig, NetworkConfig } from '../config/index.js';
+import type { DaemonActionRunner } from './action-runner.js';
+import type { KnitMetrics } from './metrics.js';
+import type { Op } from '../base/ops.js';
+import { clusterNatTable, vtepAliasTag } from '../base/names.js';
+import { nodeNetworks } from '../cluster/node-networks.js';
+import { planNetwork, type NetworkPlan, type WantVtep } from '../cluster/plan.js';
+import { peersInPlace, reconcile, type KernelView } from '../cluster/reconcile.js';
+import { masqueradeRuleset } from '../cluster/masquerade.js';
+import { StaticNodes } from '../cluster/static-nodes.js';
+import type { ClusterNetworkStatus, NodeSource } from '../cluster/types.js';
+import type { IpFamily } from '../ipam/ip.js';
+
+/** Changes that arrive together are applied together. */
+const SETTLE_MS = 20;
+/** How long start-up waits for the API's first list; after it knit serves, its node-subnet
+ * networks not ready until the list arrives. */
+const FIRST_VIEW_MS = 5_000;
+
+/** NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host name. */
+export function clusterNodeName(cluster: ClusterSettings, env: NodeJS.ProcessEnv = process.env): string {
+  return cluster.nodeName ?? (env.NODE_NAME || os.hostname());
+}
+
+/** The node list: the config's, or the API's (src/kube is imported only here, only then). */
+export async function openNodeSource(cluster: ClusterSettings, log: Logger): Promise<NodeSource> {
+  if (cluster.nodes) return new StaticNodes(cluster.nodes);
+  const { KubeNodes } = await import('./kube-nodes.js');
+  return KubeNodes.open(cluster, log);
+}
+
+export interface ClusterDeps {
+  config: () => KnitConfig;
+  runner: DaemonActionRunner;
+  log: Logger;
+  metrics: KnitMetrics;
+  source: NodeSource;
+  nodeName: string;
+  /** Does a pod hold an address in this network and family? */
+  held(network: string, family: IpFamily): boolean;
+  /** The networks IPAM and the strategies should use changed (a subnet was learned). */
+  onNetworks(networks: NetworkConfig[]): Promise<void>;
+  ipv6PerDeviceForwarding: boolean;
+}
+
+export class ClusterController {
+  private current: NetworkConfig[] = [];
+  private waiting = new Map<string, string>();
+  private plans: NetworkPlan[] = [];
+  private statuses: ClusterNetworkStatus[] = [];
+  private lastRuleset: string | undefined | null = null; // null: not applied yet by this process
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private again = false;
+  private changedAt = 0;
+  private everSynced = false;
+  private stopped = false;
+
+  constructor(private readonly deps: ClusterDeps) {}
+
+  /** The networks with node subnets filled in (a network still waiting has no pools). */
+  networks(): NetworkConfig[] {
+    return this.current;
+  }
+
+  /** Networks not ready because of the cluster view, and why. */
+  notReady(): Map<string, string> {
+    return this.waiting;
+  }
+
+  /** Starts reading the node list and takes the first view of it (the daemon then sets up
+   * the networks and calls reconcileNow); every later change schedules a reconcile. */
+  async begin(): Promise<void> {
+    const { source } = this.deps;
+    source.onChange(() => this.schedule());
+    source.start();
+    await source.waitSynced?.(FIRST_VIEW_MS);
+    this.resolve();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.deps.source.stop();
+    await this.running;
+  }
+
+  /** Node subnets for the config's networks, from the view as it stands. */
+  private resolve(config = this.deps.config()): boolean {
+    const { source, nodeName } = this.deps;
+    const node = source.nodes().find((n) => n.name === nodeName);
+    const r = nodeNetworks({ networks: config.networks, nodeName, node, source: source.description, previous: this.current, held: this.deps.held });
+    const changed = JSON.stringify(r.networks) !== JSON.stringify(this.current);
+    this.current = r.networks;
+    this.waiting = r.notReady;
+    return changed;
+  }
+
+  /** A reload's literal node list (cluster.nodes): the routes follow it. */
+  replaceNodes(nodes: ClusterSettings['nodes']): void {
+    if (nodes && this.deps.source instanceof StaticNodes) this.deps.source.replace(nodes);
+  }
+
+  /** For a config reload: what the new config's networks become on this node. */
+  networksFor(config: KnitConfig): NetworkConfig[] {
+    this.resolve(config);
+    return this.current;
+  }
+
+  schedule(): void {
+    if (this.stopped) return;
+    if (!this.changedAt) this.changedAt = performance.now();
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.reconcileNow(), SETTLE_MS);
+  }
+
+  /** One pass at a time; a change during a pass gets another. */
+  reconcileNow(): Promise<void> {
+    if (this.again) return this.running;
+    this.again = true;
+    this.running = this.running.then(async () => {
+      this.again = false;
+      const started = this.changedAt || performance.now();
+      this.changedAt = 0;
+      try {
+        await this.pass();
+        this.deps.metrics.clusterReconcileSeconds.observe((performance.now() - started) / 1000, { outcome: 'ok' });
+      } catch (err) {
+        this.deps.metrics.clusterReconcileSeconds.observe((performance.now() - started) / 1000, { outcome: 'error' });
+        this.deps.log.error({ err: (err as Error).message }, 'cluster reconcile failed; the next change or resync tries again');
+      }
+    });
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    const { source, log } = this.deps;
+    const state = source.state();
+    if (state.state === 'synced') this.everSynced = true;
+    if (this.resolve()) {
+      await this.deps.onNetworks(this.current);
+      log.info({ networks: this.current.map((n) => ({ name: n.name, ipv4: n.ipv4?.subnet, ipv6: n.ipv6?.subnet })), waiting: Object.fromEntries(this.waiting) }, 'node subnets');
+    }
+    for (const [network, why] of this.waiting) log.warn({ network, why }, 'network not ready');
+    // Until the node list was read once, it says nothing about the peers: knit changes no
+    // route (after a restart with the API down, the routes its predecessor made stay).
+    if (!this.everSynced) return;
+    const ready = this.current.filter((n) => n.crossNode && (n.ipv4 || n.ipv6));
+    const kernel = await this.readKernel();
+    const nodes = source.nodes();
+    const self = nodes.find((n) => n.name === this.deps.nodeName);
+    const linkNames = new Map(kernel.links.map((l) => [l.index, l.name]));
+    const defaultLinks = kernel.routes.filter((r) => r.dst === 'default' && r.index).map((r) => linkNames.get(r.index!)!).filter(Boolean);
+    this.plans = ready.map((net) => planNetwork({ net, self, nodes, addrs: kernel.addrs, linkNames, defaultLinks }));
+    let made = false;
+    for (const plan of this.plans) if (plan.vtep) made = (await this.ensureVtep(plan.vtep)) || made;
+    const view = made ? await this.readKernel() : kernel;
+    const { ops, differences } = reconcile(this.plans, view);
+    if (ops.length) {
+      await this.apply(ops);
+      log.info({ changes: differences }, 'cluster routes reconciled');
+    }
+    await this.forwarding();
+    await this.masquerade(nodes);
+    const after = ops.length ? await this.readKernel() : view;
+    this.statuses = this.plans.map((p) => {
+      const net = this.current.find((n) => n.name === p.network)!;
+      return { network: p.network, crossNode: net.crossNode, subnets: [net.ipv4?.subnet, net.ipv6?.subnet].filter((s): s is string => !!s), peers: peersInPlace(p, after).map(({ routes: _r, ...peer }) => peer) };
+    });
+  }
+
+  private async readKernel(): Promise<KernelView & { addrs: import('../base/ops.js').AddrInfo[] }> {
+    const { runner } = this.deps;
+    const [{ links }, { addrs }, { routes: r4 }, { routes: r6 }] = await runner.runOps(undefined, [
+      { op: 'link.list' }, { op: 'addr.list' }, { op: 'route.list', family: 4 }, { op: 'route.list', family: 6 },
+    ] as const);
+    const neighs = new Map<string, import('../base/ops.js').NeighInfo[]>();
+    const fdb = new Map<string, import('../base/ops.js').FdbInfo[]>();
+    for (const plan of this.plans) {
+      const name = plan.vtep?.name;
+      if (!name || !links.some((l) => l.name === name)) continue;
+      const [{ neighs: n }, { fdb: f }] = await runner.runOps(undefined, [{ op: 'neigh.list', link: name }, { op: 'fdb.list', link: name }] as const);
+      neighs.set(name, n);
+      fdb.set(name, f);
+    }
+    return { links, addrs, routes: [...r4, ...r6], neighs, fdb };
+  }
+
+  /** The VTEP: made once, tagged, its MAC from the node name; a device of that name knit did
+   * not make is left alone and reported. True when it was made or changed. */
+  private async ensureVtep(v: WantVtep): Promise<boolean> {
+    const { runner } = this.deps;
+    const tag = vtepAliasTag(v.network);
+    const [{ links }] = await runner.runOps(undefined, [{ op: 'link.list' }] as const);
+    const have = links.find((l) => l.name === v.name);
+    if (have && have.alias !== tag) throw new Error(`a link named ${v.name} exists and knit did not create it (alias "${have.alias ?? ''}"); knit will not use it as network ${v.network}'s VTEP`);
+    const ops: Op[] = [];
+    if (!have) {
+      ops.push({ op: 'link.add', kind: 'vxlan', name: v.name, vni: v.vni, port: v.port, local: v.local, dev: v.dev, learning: false, mac: v.mac, mtu: v.mtu, alias: tag, up: true });
+    } else if (have.mac !== v.mac || have.mtu !== v.mtu || !have.up) {
+      ops.push({ op: 'link.set', link: v.name, mac: v.mac, mtu: v.mtu, up: true });
+    }
+    if (v.address) {
+      const [{ addrs }] = await runner.runOps(undefined, [{ op: 'addr.list', family: 4 }] as const);
+      const index = have?.index;
+      if (!index || !addrs.some((a) => a.index === index && `${a.address}/${a.prefixLen}` === v.address)) ops.push({ op: 'addr.add', link: v.name, address: v.address, ignoreMissing: false });
+    }
+    if (!ops.length) return false;
+    await runner.runOps(undefined, ops);
+    return true;
+  }
+
+  /** In one batch; should one change fail, each is tried alone so the others still land. */
+  private async apply(ops: Op[]): Promise<void> {
+    try {
+      await this.deps.runner.runOps(undefined, ops);
+    } catch {
+      for (const op of ops) {
+        await this.deps.runner.runOps(undefined, [op]).catch((err: Error) => this.deps.log.warn({ op, err: err.message }, 'cluster route change failed'));
+      }
+    }
+  }
+
+  /** Forwarding on exactly the devices cross-node traffic enters by: the bridge, the uplinks,
+   * the VTEP (IPv4 per device; IPv6 per device on Linux 6.17+, else it needs the host's global
+   * switch, which knit leaves as it finds it: docs/cluster.md). Written only when off. */
+  private async forwarding(): Promise<void> {
+    const devices = [...new Set(this.plans.flatMap((p) => p.forwarding))];
+    const keys: string[] = [];
+    for (const dev of devices) {
+      const net = this.plans.filter((p) => p.forwarding.includes(dev)).map((p) => this.current.find((n) => n.name === p.network)!);
+      keys.push(`net.ipv4.conf.${dev}.forwarding`);
+      if (this.deps.ipv6PerDeviceForwarding && net.some((n) => n.ipv6)) keys.push(`net.ipv6.conf.${dev}.force_forwarding`);
+    }
+    if (!keys.length) return;
+    const values = await this.deps.runner.runOps(undefined, keys.map((key) => ({ op: 'sysctl.get' as const, key })));
+    const off = keys.filter((_, i) => (values[i] as { value?: string }).value?.trim() !== '1');
+    if (off.length) await this.deps.runner.runOps(undefined, off.map((key) => ({ op: 'sysctl.set' as const, key, value: '1' })));
+  }
+
+  private async masquerade(nodes: import('../cluster/types.js').ClusterNode[]): Promise<void> {
+    const cluster = this.deps.config().cluster;
+    if (!cluster) return;
+    const table = clusterNatTable();
+    const ruleset = masqueradeRuleset({ table, networks: this.current.filter((n) => n.ipv4 || n.ipv6), nodes, cluster });
+    if (ruleset === this.lastRuleset) return;
+    if (ruleset) await this.deps.runner.runHostAction(undefined, { op: 'nft.apply', family: 'inet', table, ruleset });
+    else await this.deps.runner.runHostAction(undefined, { op: 'nft.delete', family: 'inet', table, ignoreMissing: true });
+    this.lastRuleset = ruleset;
+  }
+
+  /** NodeStatus's view: the node, where its list comes from, and per network its peers. */
+  status(): { node: string; source: string; state: string; detail: string; networks: ClusterNetworkStatus[] } {
+    const s = this.deps.source.state();
+    return { node: this.deps.nodeName, source: this.deps.source.description, state: s.state, detail: s.detail, networks: this.statuses };
+  }
+
+  /** `knit check --node`: what the kernel lacks or holds beyond the node list, changing nothing. */
+  async check(): Promise<string[]> {
+    const kernel = await this.readKernel();
+    const problems = this.plans.flatMap((p) => [
+      ...(p.problem ? [`network ${p.network}: ${p.problem}`] : []),
+      ...p.peers.filter((x) => x.problem).map((x) => `network ${p.network}: node ${x.node}: ${x.problem}`),
+    ]);
+    for (const p of this.plans) {
+      if (p.vtep && !kernel.links.some((l) => l.name === p.vtep!.name)) problems.push(`network ${p.network}: VTEP ${p.vtep.name} is missing`);
+    }
+    return [...problems, ...reconcile(this.plans, kernel).differences];
+  }
+}
