@@ -111,7 +111,7 @@ function resolveNetwork(net: RawNetwork): NetworkConfig {
     ...(net.dns && { dns: { ...net.dns, nameservers: net.dns.nameservers.map(normalizeIp) } }),
     ...(nodeSubnet.length && { nodeSubnet }),
     ...(net.crossNode && { crossNode: net.crossNode }),
-    ...(net.crossNode === 'vxlan' && { vxlan: { vni: net.vxlan?.vni ?? 1, port: net.vxlan?.port ?? 8472, device: net.vxlan?.device ?? `knit.${net.vxlan?.vni ?? 1}` } }),
+    ...(net.crossNode === 'vxlan' && { vxlan: { vni: net.vxlan?.vni ?? 1, port: net.vxlan?.port ?? 8472, device: net.vxlan?.device ?? `knit-vx${net.vxlan?.vni ?? 1}` } }),
     masquerade: net.masquerade,
     nonMasqueradeCIDRs: net.nonMasqueradeCIDRs.map((c) => formatCidr(parseCidr(c))),
   };

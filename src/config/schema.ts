@@ -124,7 +124,7 @@ const networkSchema = z.strictObject({
       vni: z.number().int().min(1).max(16_777_215).default(1),
       /** The Linux kernel's own default, which flannel uses too. */
       port: z.number().int().min(1).max(65535).default(8472),
-      /** Default: "knit.<vni>". */
+      /** Default: "knit-vx<vni>". */
       device: ifname.optional(),
     })
     .optional(),
