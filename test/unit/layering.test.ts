@@ -10,7 +10,7 @@ const LAYERS: string[][] = [
   ['src/base'],
   ['src/net'],
   ['src/store', 'src/ipam'],
-  ['src/cni', 'src/cni-exec', 'src/devices'],
+  ['src/cni', 'src/cni-exec', 'src/devices', 'src/kube'],
   ['src/config'],
   ['src/cluster'],
   ['runtimes'],

@@ -1,0 +1,226 @@
+// A local, eventually consistent view of one kind of object: list, then watch from the list's
+// resourceVersion (with bookmarks, so a quiet watch still moves its resourceVersion forward).
+// A watch the server ends is resumed from the last resourceVersion. Anything else (410 Gone, an
+// unreachable apiserver, a broken stream) leads to a relist after a capped, jittered backoff;
+// the relist is diffed against the cache, so onChange sees exactly the adds, updates and
+// deletes the lost watch would have carried. Meanwhile the last view stays readable, and
+// onState says "unreachable" with the failing call.
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { diffRelist, objectKey } from './cache-diff.js';
+import { watchErrorOf, type KubeClient } from './client.js';
+import { KubeApiError } from './errors.js';
+import { abortError, callName } from './http.js';
+import type { WatchEvent } from './types.js';
+
+export type InformerState = 'starting' | 'synced' | 'unreachable';
+export type ChangeKind = 'add' | 'update' | 'delete';
+
+type Named = { metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string } };
+
+export interface InformerOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Every resyncMs, onChange('update', obj, obj) for every cached object: a nudge to
+   * reconcile again (obj === old tells it from a real update). 0 or absent: never. */
+  resyncMs?: number;
+  backoff?: BackoffPolicy;
+  /** Objects per list page. */
+  pageSize?: number;
+}
+
+/** The server ends each watch after 5 to 10 minutes (as client-go's reflectors ask), so
+ * connections spread out over the apiservers behind a load balancer. */
+const WATCH_SECONDS = { min: 300, max: 600 };
+
+export class Informer<T extends Named> {
+  private readonly cache = new Map<string, T>();
+  private readonly changeFns: ((kind: ChangeKind, obj: T, old?: T) => void)[] = [];
+  private readonly stateFns: ((s: InformerState, detail: string) => void)[] = [];
+  private current: InformerState = 'starting';
+  private stopper?: AbortController;
+  private running?: Promise<void>;
+  private resyncTimer?: NodeJS.Timeout;
+  private syncedWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly path: string,
+    private readonly opts: InformerOptions = {},
+  ) {}
+
+  onChange(fn: (kind: ChangeKind, obj: T, old?: T) => void): void {
+    this.changeFns.push(fn);
+  }
+
+  onState(fn: (s: InformerState, detail: string) => void): void {
+    this.stateFns.push(fn);
+  }
+
+  get state(): InformerState {
+    return this.current;
+  }
+
+  list(): T[] {
+    return [...this.cache.values()];
+  }
+
+  /** key: "namespace/name", or "name" for a cluster-scoped kind. */
+  get(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+
+  start(): void {
+    if (this.stopper) return;
+    const stopper = new AbortController();
+    this.stopper = stopper;
+    this.running = this.run(stopper.signal);
+    if (this.opts.resyncMs) {
+      this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs);
+      this.resyncTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.resyncTimer);
+    this.stopper?.abort();
+    await this.running;
+    this.stopper = undefined;
+    this.running = undefined;
+  }
+
+  /** Resolves once the first list is in the cache (at once if it already is). */
+  waitSynced(signal?: AbortSignal): Promise<void> {
+    if (this.current === 'synced') return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(abortError(signal.reason));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.syncedWaiters = this.syncedWaiters.filter((w) => w !== done);
+        reject(abortError(signal!.reason));
+      };
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.syncedWaiters.push(done);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    let resourceVersion: string | undefined; // undefined: relist before watching
+    while (!signal.aborted) {
+      try {
+        if (resourceVersion === undefined) {
+          resourceVersion = await this.relist(signal);
+          failures = 0;
+          this.setState('synced', `listed ${this.cache.size} from ${this.describe()}`);
+        }
+        resourceVersion = await this.watchFrom(resourceVersion, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        resourceVersion = undefined;
+        if (err instanceof KubeApiError && err.gone) {
+          failures = 0; // not a failure of the server: the watch fell behind; relist at once
+          continue;
+        }
+        failures++;
+        this.setState('unreachable', (err as Error).message);
+        await sleep(backoffDelay(failures, this.opts.backoff ?? DEFAULT_BACKOFF), signal);
+      }
+    }
+  }
+
+  /** Lists, replaces the cache with the result, and tells onChange what differs. */
+  private async relist(signal: AbortSignal): Promise<string> {
+    const { items, resourceVersion } = await this.client.list<T>(
+      this.path,
+      { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector, limit: this.opts.pageSize },
+      { signal },
+    );
+    const diff = diffRelist(this.cache, items);
+    this.cache.clear();
+    for (const obj of items) this.cache.set(objectKey(obj), obj);
+    for (const obj of diff.deleted) this.emit('delete', obj, undefined);
+    for (const obj of diff.added) this.emit('add', obj, undefined);
+    for (const { obj, old } of diff.updated) this.emit('update', obj, old);
+    return resourceVersion;
+  }
+
+  /** Watches until the server ends the stream; answers the resourceVersion to resume from.
+   * Throws on a failure, a 410 included (an ERROR event or the answer's status). */
+  private async watchFrom(resourceVersion: string, signal: AbortSignal): Promise<string> {
+    let latest = resourceVersion;
+    const timeoutSeconds = WATCH_SECONDS.min + Math.floor(Math.random() * (WATCH_SECONDS.max - WATCH_SECONDS.min));
+    await this.client.watch(
+      this.path,
+      { resourceVersion, allowWatchBookmarks: true, timeoutSeconds, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
+      (event) => {
+        latest = this.apply(event) ?? latest;
+      },
+      signal,
+    );
+    return latest;
+  }
+
+  /** One watch event into the cache and out to onChange; answers its resourceVersion. */
+  private apply(event: WatchEvent<T>): string | undefined {
+    if (event.type === 'ERROR') throw watchErrorOf(`${this.describe()} (watch)`, event.object);
+    const obj = event.object;
+    const rv = obj?.metadata?.resourceVersion;
+    if (event.type === 'BOOKMARK') return rv;
+    const key = objectKey(obj);
+    const old = this.cache.get(key);
+    if (event.type === 'DELETED') {
+      this.cache.delete(key);
+      this.emit('delete', obj, undefined);
+    } else {
+      this.cache.set(key, obj);
+      this.emit(old ? 'update' : 'add', obj, old);
+    }
+    return rv;
+  }
+
+  private resync(): void {
+    if (this.current !== 'synced') return; // the view is stale; a relist will report what changed
+    for (const obj of this.cache.values()) this.emit('update', obj, obj);
+  }
+
+  /** A consumer's exception must neither stop the others' view nor go unseen: it is thrown
+   * again outside the informer, where it surfaces as any uncaught exception does. */
+  private emit(kind: ChangeKind, obj: T, old: T | undefined): void {
+    for (const fn of this.changeFns) {
+      try {
+        fn(kind, obj, old);
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
+  }
+
+  private setState(state: InformerState, detail: string): void {
+    if (state === this.current) return;
+    this.current = state;
+    for (const fn of this.stateFns) fn(state, detail);
+    if (state === 'synced') for (const wake of this.syncedWaiters.splice(0)) wake();
+  }
+
+  private describe(): string {
+    return callName('GET', new URL(this.client.access.server + this.path));
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
