@@ -19,7 +19,7 @@ export function masqueradeRuleset(o: { table: string; networks: NetworkConfig[];
         const c = podCidrOf(n, family);
         if (c) keep.add(c);
       }
-      for (const c of [...o.cluster.clusterCIDRs, ...o.cluster.serviceCIDRs, ...net.nonMasqueradeCIDRs]) if (parseCidr(c).family === family) keep.add(c);
+      for (const c of [...o.cluster.clusterCIDRs, ...o.cluster.serviceCIDRs, ...(net.nonMasqueradeCIDRs ?? [])]) if (parseCidr(c).family === family) keep.add(c);
       const ip = family === 4 ? 'ip' : 'ip6';
       rules.push(`    ${ip} saddr ${own} ${ip} daddr != { ${[...keep].sort().join(', ')} } masquerade comment "network ${net.name}"`);
     }

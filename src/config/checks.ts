@@ -105,6 +105,9 @@ function checkCluster(config: RawConfig, net: RawNetwork, at: Path, issue: (p: P
   if (net.crossNode && net.mode === 'cni') issue([...at, 'crossNode'], 'is not for a "cni" network (its plugins decide how pods are reached)');
   if (net.crossNode && !fromNode) issue([...at, 'crossNode'], `needs a subnet that is the node's ("${NODE_SUBNET}"): every node must have its own block`);
   if (net.vxlan && net.crossNode !== 'vxlan') issue([...at, 'vxlan'], 'is only for crossNode "vxlan"');
+  for (const key of ['masquerade', 'nonMasqueradeCIDRs'] as const) {
+    if (net[key] !== undefined && !net.crossNode) issue([...at, key], 'is only for a network that spans the cluster (crossNode)');
+  }
   // knit switches forwarding on these by sysctl key (net.ipv4.conf.<dev>.forwarding), where a dot separates.
   if (net.crossNode && net.vxlan?.device?.includes('.')) issue([...at, 'vxlan', 'device'], 'must not contain "." on a network that spans the cluster (knit sets its forwarding sysctl)');
   if (net.crossNode && net.bridge?.includes('.')) issue([...at, 'bridge'], 'must not contain "." on a network that spans the cluster (knit sets its forwarding sysctl)');

@@ -44,8 +44,9 @@ export interface NetworkConfig {
   /** How pods on other nodes are reached; absent: not at all (a one-node network). */
   crossNode?: 'routes' | 'vxlan' | 'none';
   vxlan?: { vni: number; port: number; device: string };
-  masquerade: boolean;
-  nonMasqueradeCIDRs: string[];
+  /** With crossNode: masquerade what leaves the cluster, except to these. */
+  masquerade?: boolean;
+  nonMasqueradeCIDRs?: string[];
 }
 
 export interface ClusterSettings {
@@ -112,8 +113,7 @@ function resolveNetwork(net: RawNetwork): NetworkConfig {
     ...(nodeSubnet.length && { nodeSubnet }),
     ...(net.crossNode && { crossNode: net.crossNode }),
     ...(net.crossNode === 'vxlan' && { vxlan: { vni: net.vxlan?.vni ?? 1, port: net.vxlan?.port ?? 8472, device: net.vxlan?.device ?? `knit-vx${net.vxlan?.vni ?? 1}` } }),
-    masquerade: net.masquerade,
-    nonMasqueradeCIDRs: net.nonMasqueradeCIDRs.map((c) => formatCidr(parseCidr(c))),
+    ...(net.crossNode && { masquerade: net.masquerade ?? true, nonMasqueradeCIDRs: (net.nonMasqueradeCIDRs ?? []).map((c) => formatCidr(parseCidr(c))) }),
   };
 }
 

@@ -130,8 +130,9 @@ const networkSchema = z.strictObject({
     .optional(),
   /** With crossNode set: pod traffic to anything but the cluster's pod subnets, the service
    * CIDRs and nonMasqueradeCIDRs leaves the node with the node's address (nftables). */
-  masquerade: z.boolean().default(true),
-  nonMasqueradeCIDRs: z.array(cidrText).default([]),
+  /** Default true. */
+  masquerade: z.boolean().optional(),
+  nonMasqueradeCIDRs: z.array(cidrText).optional(),
 });
 
 /** A node as the literal map gives it (the fields knit reads of a Node object). */

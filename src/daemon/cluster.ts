@@ -17,6 +17,10 @@ import { masqueradeRuleset } from '../cluster/masquerade.js';
 import { StaticNodes } from '../cluster/static-nodes.js';
 import type { ClusterNetworkStatus, NodeSource } from '../cluster/types.js';
 import type { IpFamily } from '../ipam/ip.js';
+import type { ClusterNode } from '../cluster/types.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { atomicWriteFile } from '../store/index.js';
 
 /** Changes that arrive together are applied together. */
 const SETTLE_MS = 20;
@@ -48,6 +52,9 @@ export interface ClusterDeps {
   /** The networks IPAM and the strategies should use changed (a subnet was learned). */
   onNetworks(networks: NetworkConfig[]): Promise<void>;
   ipv6PerDeviceForwarding: boolean;
+  /** Where the last node list read is kept (under runDir): after a restart while the API is
+   * down, the node's subnets are known at once, and its pods' addresses still fit. */
+  cacheFile: string;
 }
 
 export class ClusterController {
@@ -62,8 +69,25 @@ export class ClusterController {
   private changedAt = 0;
   private everSynced = false;
   private stopped = false;
+  /** The node list a previous run saw, until the source has one of its own. */
+  private cached: ClusterNode[] | undefined;
+  private savedJson = '';
 
-  constructor(private readonly deps: ClusterDeps) {}
+  constructor(private readonly deps: ClusterDeps) {
+    try {
+      this.cached = JSON.parse(readFileSync(deps.cacheFile, 'utf8')) as ClusterNode[];
+      this.savedJson = JSON.stringify(this.cached);
+    } catch {
+      /* none yet, or unreadable: the source's own list will do */
+    }
+  }
+
+  /** The source's list once it has one; before that, what the last run saw. */
+  private view(): ClusterNode[] {
+    const { source } = this.deps;
+    if (this.everSynced || source.state().state === 'synced' || !this.cached) return source.nodes();
+    return this.cached;
+  }
 
   /** The networks with node subnets filled in (a network still waiting has no pools). */
   networks(): NetworkConfig[] {
@@ -95,7 +119,7 @@ export class ClusterController {
   /** Node subnets for the config's networks, from the view as it stands. */
   private resolve(config = this.deps.config()): boolean {
     const { source, nodeName } = this.deps;
-    const node = source.nodes().find((n) => n.name === nodeName);
+    const node = this.view().find((n) => n.name === nodeName);
     const r = nodeNetworks({ networks: config.networks, nodeName, node, source: source.description, previous: this.current, held: this.deps.held });
     const changed = JSON.stringify(r.networks) !== JSON.stringify(this.current);
     this.current = r.networks;
@@ -152,6 +176,11 @@ export class ClusterController {
     // Until the node list was read once, it says nothing about the peers: knit changes no
     // route (after a restart with the API down, the routes its predecessor made stay).
     if (!this.everSynced) return;
+    const seen = JSON.stringify(source.nodes());
+    if (seen !== this.savedJson) {
+      await atomicWriteFile(this.deps.cacheFile, seen);
+      this.savedJson = seen;
+    }
     const ready = this.current.filter((n) => n.crossNode && (n.ipv4 || n.ipv6));
     const kernel = await this.readKernel();
     const nodes = source.nodes();

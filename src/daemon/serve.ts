@@ -96,6 +96,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       held: (network, family) => ipam.holdings().some((h) => h.network === network && h.family === family),
       onNetworks: (networks) => useNetworks(networks),
       ipv6PerDeviceForwarding,
+      cacheFile: path.join(config.runDir, 'cluster-nodes.json'),
     });
     await cluster.begin();
     log.info({ node: nodeName, nodes: cluster.status().source }, 'cluster view');
