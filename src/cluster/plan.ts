@@ -76,14 +76,14 @@ export function planNetwork(o: {
   const peers = o.nodes.filter((n) => n.name !== self?.name).sort((a, b) => a.name.localeCompare(b.name));
   const subnetsOf = (n: ClusterNode) => families.map((f) => podCidrOf(n, f)).filter((c): c is string => !!c);
 
-  if (net.crossNode === 'none' || !net.crossNode) {
-    for (const peer of peers) plan.peers.push({ node: peer.name, subnets: subnetsOf(peer), inPlace: false, routes: [] });
-    return plan;
-  }
   // The links this node's own addresses sit on carry the cluster's traffic, and the replies to
   // what leaves the cluster come back by the default routes' links: these forward.
   for (const link of [...(self?.internalIPs ?? []).map((ip) => linkFor(ip, o.addrs, o.linkNames)), ...(net.masquerade ? o.defaultLinks ?? [] : [])]) {
     if (link && !plan.forwarding.includes(link)) plan.forwarding.push(link);
+  }
+  if (net.crossNode === 'none' || !net.crossNode) {
+    for (const peer of peers) plan.peers.push({ node: peer.name, subnets: subnetsOf(peer), inPlace: false, routes: [] });
+    return plan;
   }
 
   if (net.crossNode === 'routes') {

@@ -5,7 +5,7 @@ import { chainStatus } from '../cni-exec/network.js';
 import type { ManagerDeps } from './ports.js';
 
 export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions' | 'cluster'>, opts: { checkNode?: boolean } = {}): Promise<NodeStatus> {
-  const cluster = deps.cluster?.status();
+  const cluster = await deps.cluster?.status();
   const unready = new Map(deps.unreadyNetworks());
   const networks: NetworkStatus[] = [];
   for (const n of deps.networks().values()) {

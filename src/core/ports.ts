@@ -98,7 +98,8 @@ export interface ManagerDeps {
 }
 
 export interface ClusterPort {
-  status(): { node: string; source: string; state: string; detail: string; networks: ClusterNetworkStatus[] };
+  /** Reads the kernel: each peer's inPlace is as of now. */
+  status(): Promise<{ node: string; source: string; state: string; detail: string; networks: ClusterNetworkStatus[] }>;
   /** What the kernel lacks or holds beyond the node list; changes nothing. */
   check(): Promise<string[]>;
 }

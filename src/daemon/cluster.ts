@@ -199,9 +199,13 @@ export class ClusterController {
     await this.forwarding();
     await this.masquerade(nodes);
     const after = ops.length ? await this.readKernel() : view;
-    this.statuses = this.plans.map((p) => {
-      const net = this.current.find((n) => n.name === p.network)!;
-      return { network: p.network, crossNode: net.crossNode, subnets: [net.ipv4?.subnet, net.ipv6?.subnet].filter((s): s is string => !!s), peers: peersInPlace(p, after).map(({ routes: _r, ...peer }) => peer) };
+    this.statuses = this.networkStatuses(after);
+  }
+
+  private networkStatuses(kernel: KernelView): ClusterNetworkStatus[] {
+    return this.plans.map((p) => {
+      const net = this.current.find((n) => n.name === p.network);
+      return { network: p.network, crossNode: net?.crossNode, subnets: [net?.ipv4?.subnet, net?.ipv6?.subnet].filter((s): s is string => !!s), peers: peersInPlace(p, kernel).map(({ routes: _r, ...peer }) => peer) };
     });
   }
 
@@ -286,9 +290,10 @@ export class ClusterController {
   }
 
   /** NodeStatus's view: the node, where its list comes from, and per network its peers. */
-  status(): { node: string; source: string; state: string; detail: string; networks: ClusterNetworkStatus[] } {
+  async status(): Promise<{ node: string; source: string; state: string; detail: string; networks: ClusterNetworkStatus[] }> {
     const s = this.deps.source.state();
-    return { node: this.deps.nodeName, source: this.deps.source.description, state: s.state, detail: s.detail, networks: this.statuses };
+    const networks = this.plans.length ? this.networkStatuses(await this.readKernel()) : this.statuses;
+    return { node: this.deps.nodeName, source: this.deps.source.description, state: s.state, detail: s.detail, networks };
   }
 
   /** `knit check --node`: what the kernel lacks or holds beyond the node list, changing nothing. */

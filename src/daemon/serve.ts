@@ -99,7 +99,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       cacheFile: path.join(config.runDir, 'cluster-nodes.json'),
     });
     await cluster.begin();
-    log.info({ node: nodeName, nodes: cluster.status().source }, 'cluster view');
+    log.info({ node: nodeName, nodes: (await cluster.status()).source }, 'cluster view');
   }
   /** The networks as IPAM and the strategies see them: node subnets filled in. */
   const usable = (c: KnitConfig) => (cluster ? cluster.networksFor(c) : c.networks);
