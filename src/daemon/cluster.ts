@@ -37,7 +37,25 @@ export function clusterNodeName(cluster: ClusterSettings, env: NodeJS.ProcessEnv
 export async function openNodeSource(cluster: ClusterSettings, log: Logger): Promise<NodeSource> {
   if (cluster.nodes) return new StaticNodes(cluster.nodes);
   const { KubeNodes } = await import('./kube-nodes.js');
-  return KubeNodes.open(cluster, log);
+  try {
+    return await KubeNodes.open(cluster, log);
+  } catch (err) {
+    // No kubeconfig, no ServiceAccount: knit still serves its other networks, and says why
+    // these wait (NodeStatus, /readyz, CNI STATUS) instead of exiting in a crash loop.
+    log.error({ err: (err as Error).message }, 'cannot reach the Kubernetes API; networks that take the node\'s subnet stay not ready');
+    return unavailableSource((err as Error).message);
+  }
+}
+
+function unavailableSource(why: string): NodeSource {
+  return {
+    description: 'the Kubernetes API',
+    start() {},
+    async stop() {},
+    nodes: () => [],
+    onChange() {},
+    state: () => ({ state: 'unreachable', detail: why }),
+  };
 }
 
 export interface ClusterDeps {
@@ -74,6 +92,13 @@ export class ClusterController {
   private savedJson = '';
 
   constructor(private readonly deps: ClusterDeps) {
+    const { metrics } = deps;
+    metrics.clusterSourceState.setEach(() => (['starting', 'synced', 'unreachable'] as const).map((state) => ({ labels: { state }, value: deps.source.state().state === state ? 1 : 0 })));
+    metrics.clusterSubnetConflicts.set({}, () => [...this.waiting.values()].filter((why) => why.includes('while pods hold addresses') || why.includes('pods still hold addresses')).length);
+    metrics.clusterPeers.setEach(() => this.statuses.flatMap((s) => [
+      { labels: { network: s.network, state: 'in_place' }, value: s.peers.filter((p) => p.inPlace).length },
+      { labels: { network: s.network, state: 'not_routed' }, value: s.peers.filter((p) => !p.inPlace).length },
+    ]));
     try {
       this.cached = JSON.parse(readFileSync(deps.cacheFile, 'utf8')) as ClusterNode[];
       this.savedJson = JSON.stringify(this.cached);
@@ -120,7 +145,9 @@ export class ClusterController {
   private resolve(config = this.deps.config()): boolean {
     const { source, nodeName } = this.deps;
     const node = this.view().find((n) => n.name === nodeName);
-    const r = nodeNetworks({ networks: config.networks, nodeName, node, source: source.description, previous: this.current, held: this.deps.held });
+    const s = source.state();
+    const where = s.state === 'synced' ? source.description : `${source.description} (${s.state}: ${s.detail})`;
+    const r = nodeNetworks({ networks: config.networks, nodeName, node, source: where, previous: this.current, held: this.deps.held });
     const changed = JSON.stringify(r.networks) !== JSON.stringify(this.current);
     this.current = r.networks;
     this.waiting = r.notReady;

@@ -2,6 +2,8 @@
 // waited for, or kept under pods), the plans for routes and vxlan, the reconciler's
 // differences (only what differs), and the masquerade ruleset.
 import test from 'ava';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { validateConfig, ConfigError } from '../../src/config/load.js';
 import { nodeNetworks } from '../../src/cluster/node-networks.js';
 import { planNetwork } from '../../src/cluster/plan.js';
@@ -115,4 +117,21 @@ test('masquerade: the own block leaving the cluster, never to any node\'s block,
 
 test('a Node object read as knit reads it: podCIDRs (or podCIDR), InternalIPs only', (t) => {
   t.deepEqual(clusterNodeOf({ metadata: { name: 'x' }, spec: { podCIDR: '10.1.0.0/24' }, status: { addresses: [{ type: 'Hostname', address: 'x' }, { type: 'InternalIP', address: '192.0.2.1' }] } } as any), { name: 'x', podCIDRs: ['10.1.0.0/24'], internalIPs: ['192.0.2.1'] });
+});
+
+test('`knit serve` without a cluster network loads neither src/kube nor the cluster code: only dynamic imports reach them', (t) => {
+  const seen = new Set<string>();
+  const walk = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    // Static imports and re-exports only; `await import(...)` is how the daemon loads them on demand.
+    for (const m of text.matchAll(/^(?:import|export)\s[^;]*?from\s+'(\.{1,2}\/[^']+)'/gms)) {
+      if (/^import\s+type\s/.test(m[0]) || /^export\s+type\s/.test(m[0])) continue;
+      walk(path.normalize(path.join(path.dirname(file), m[1]!.replace(/\.js$/, '.ts'))));
+    }
+  };
+  walk('src/daemon/serve.ts');
+  t.true(seen.has('src/core/manager.ts') && seen.has('src/net/handle.ts'), 'the walk follows the daemon\'s imports');
+  t.deepEqual([...seen].filter((f) => f.startsWith('src/kube/') || f === 'src/daemon/cluster.ts' || f === 'src/daemon/kube-nodes.ts'), []);
 });
