@@ -5,6 +5,7 @@
 import test from 'ava';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
+import { pinger } from '../helpers/pinger.js';
 import { eventually, ipJson, pingFrom, runcAttachReq } from '../helpers/daemon.js';
 import { buildFabric, clusterDaemons, listening, nodeMap, routeMonitor, sh, tcpHello, tcpServer, tcpStream } from '../helpers/cluster-fabric.js';
 
@@ -60,6 +61,22 @@ test('routes: pods reach pods on every node of the segment, the far node is repo
     }
   }
   t.true(pingFrom(n2.ns, pods[0].v4), 'node 2 → a pod on node 1');
+
+  // VM pods on the same network, with no guest running: a KubeVirt masquerade pod on node 2 and
+  // a Kata tcfilter pod on node 3. What node 1's pod sends them arrives at their eth0.
+  const vmPod = async (node: typeof n2, runtime: string, binding: object) => {
+    const ns = makeNetns(t, P, `v${node.name}`);
+    const r = (await cd.daemons.get(node.name)!.call('Attach', { sandbox_id: `${P}${node.name}-vm`, netns_path: ns.path, runtime, interfaces: [{ name: 'eth0', binding }] })).result;
+    return { ns: ns.name, v4: r.ips.find((i: any) => !i.address.includes(':')).address.split('/')[0] as string };
+  };
+  const rx = (ns: string) => ipJson(['-s', 'link', 'show', 'eth0'], ns)[0].stats64.rx.packets as number;
+  for (const [node, runtime, binding] of [[n2, 'KUBEVIRT', { binding: 'masquerade' }], [n3, 'KATA', { mode: 'tcfilter' }]] as const) {
+    const vm = await vmPod(node, runtime, binding);
+    t.true(vm.v4.startsWith(node.pod4.replace(/0\/24$/, '')), `the ${runtime} pod has an address of ${node.name}'s block (${vm.v4})`);
+    const before = rx(vm.ns);
+    await pinger(pods[0].ns, vm.v4, 10); // no guest answers; the packets still arrive
+    t.true(rx(vm.ns) - before >= 10, `node 1 pod → ${runtime} pod on ${node.name}: the ten pings reach its eth0`);
+  }
   const srv = tcpServer(t, pods[1].ns, 7001);
   await listening(srv);
   t.is(tcpHello(pods[0].ns, pods[1].v4, 7001), `from ${pods[0].v4}`, 'TCP pod → pod keeps the pod address');
