@@ -24,6 +24,7 @@ APT_PACKAGES=(
   python3-grpcio # the bench's C-core gRPC client (what a Go or C caller of knit pays)
   debootstrap buildah # scripts/build-image.sh: knit's OCI image (test/e2e/image.test.ts)
   umoci        # packs the CRI test's pause image (test/e2e/cni-cri.test.ts, cni-containerd.test.ts)
+  openssl      # the test cluster's CA and certificates (test/fixtures/kube-pki.ts)
 )
 KERNEL_META=linux-image-cloud-amd64 # what test/fixtures/kernel-package.ts resolves
 

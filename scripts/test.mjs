@@ -4,6 +4,7 @@
 // something fails), so we run it with --tap and count. Extra args go to ava (file globs,
 // --match). A run that executes no test counts as a failure.
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -22,6 +23,13 @@ function step(label, cmd, args) {
 
 step('native addon (cmake-js)', process.execPath, ['node_modules/cmake-js/bin/cmake-js', 'compile', '--directory', 'native', '--out', 'build/native', '--log-level', 'warn']);
 step('typescript (tsc)', process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json']);
+
+// The Kubernetes tests run binaries built from the Go module proxy: the first build takes tens
+// of minutes, far past ava's timeout, so it happens here, with progress, when the whole suite
+// runs or a selected file uses the kube fixtures. Once cached it is a hash and an exit.
+const files = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const usesKube = (f) => existsSync(f) && /fixtures\/kube-/.test(readFileSync(f, 'utf8'));
+if (files.length === 0 || files.some(usesKube)) step('kube binaries (scripts/build-kube.sh)', 'bash', ['scripts/build-kube.sh']);
 
 const ava = spawn(process.execPath, ['node_modules/ava/entrypoints/cli.mjs', '--tap', ...process.argv.slice(2)], {
   stdio: ['ignore', 'pipe', 'inherit'],

@@ -49,8 +49,9 @@ const DEFAULT_PAGE = 500;
 /** How long after its timeoutSeconds a watch may stream before the client calls it dead: a
  * connection whose peer vanished without a reset would otherwise hang until TCP gives up. */
 const WATCH_GRACE_MS = 30_000;
-/** A list page of large objects runs to megabytes; anything past this is not an answer we want. */
-const MAX_BODY_BYTES = 256 << 20;
+/** A list page of 500 large objects (ResourceSlices) runs to tens of megabytes; past this, the
+ * answer is not one a node daemon should hold. */
+const MAX_BODY_BYTES = 64 << 20;
 
 export class KubeClient {
   private readonly agent: Agent;
@@ -64,7 +65,7 @@ export class KubeClient {
   }
 
   get<T>(path: string, opts: { signal?: AbortSignal } = {}): Promise<T> {
-    return this.call<T>('GET', path, {}, undefined, undefined, opts.signal);
+    return this.call<T>({ method: 'GET', path, signal: opts.signal });
   }
 
   /** Every object, page by page; resourceVersion is the list's, to watch from. */
@@ -73,14 +74,12 @@ export class KubeClient {
     let resourceVersion = '';
     let next: string | undefined;
     do {
-      const page = await this.call<{ items?: T[] | null; metadata?: ListMeta }>(
-        'GET',
+      const page = await this.call<{ items?: T[] | null; metadata?: ListMeta }>({
+        method: 'GET',
         path,
-        { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector, limit: String(q.limit ?? DEFAULT_PAGE), continue: next },
-        undefined,
-        undefined,
-        opts.signal,
-      );
+        query: { labelSelector: q.labelSelector, fieldSelector: q.fieldSelector, limit: String(q.limit ?? DEFAULT_PAGE), continue: next },
+        signal: opts.signal,
+      });
       if (page.items) items.push(...page.items);
       resourceVersion ||= page.metadata?.resourceVersion ?? '';
       next = page.metadata?.continue || undefined;
@@ -89,7 +88,7 @@ export class KubeClient {
   }
 
   create<T>(path: string, body: unknown, q: { fieldManager?: string } = {}): Promise<T> {
-    return this.call<T>('POST', path, { fieldManager: q.fieldManager }, body, 'application/json');
+    return this.call<T>({ method: 'POST', path, query: { fieldManager: q.fieldManager }, body });
   }
 
   /** merge (RFC 7386), json (RFC 6902), strategic, or server-side apply (needs fieldManager). */
@@ -98,17 +97,17 @@ export class KubeClient {
     if (type === 'apply' && !q.fieldManager) throw new TypeError(`PATCH ${path}: server-side apply needs a fieldManager`);
     if (q.force && type !== 'apply') throw new TypeError(`PATCH ${path}: force is for server-side apply only`);
     const query = { fieldManager: q.fieldManager, force: q.force ? 'true' : undefined };
-    return this.call<T>('PATCH', path, query, body, PATCH_CONTENT_TYPE[type]);
+    return this.call<T>({ method: 'PATCH', path, query, body, contentType: PATCH_CONTENT_TYPE[type] });
   }
 
   replace<T>(path: string, body: unknown): Promise<T> {
-    return this.call<T>('PUT', path, {}, body, 'application/json');
+    return this.call<T>({ method: 'PUT', path, body });
   }
 
   /** Deleting what is already gone succeeds. */
   async delete(path: string): Promise<void> {
     try {
-      await this.call<unknown>('DELETE', path, {});
+      await this.call<unknown>({ method: 'DELETE', path });
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) return;
       throw err;
@@ -129,7 +128,7 @@ export class KubeClient {
     };
     let opened: Open;
     try {
-      opened = await this.open('GET', path, query, undefined, undefined, signal);
+      opened = await this.open({ method: 'GET', path, query, signal });
     } catch (err) {
       if (signal.aborted) return;
       throw err;
@@ -185,8 +184,8 @@ export class KubeClient {
     if (last) deliver(last);
   }
 
-  private async call<T>(method: string, path: string, query: Query, body?: unknown, contentType?: string, signal?: AbortSignal): Promise<T> {
-    const opened = await this.open(method, path, query, body, contentType, signal);
+  private async call<T>(req: Request): Promise<T> {
+    const opened = await this.open(req);
     const text = await readBody(opened, MAX_BODY_BYTES);
     const status = opened.response.statusCode ?? 0;
     if (status < 200 || status >= 300) throw errorFromResponse(opened.call, status, text);
@@ -198,7 +197,7 @@ export class KubeClient {
     }
   }
 
-  private open(method: string, path: string, query: Query, body?: unknown, contentType?: string, signal?: AbortSignal): Promise<Open> {
+  private open({ method, path, query = {}, body, contentType, signal }: Request): Promise<Open> {
     if (signal?.aborted) return Promise.reject(abortError(signal.reason));
     const url = this.url(path, query);
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
@@ -222,6 +221,17 @@ export class KubeClient {
 }
 
 type Query = Record<string, string | undefined>;
+
+interface Request {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  /** Parameters left undefined or empty are not sent. */
+  query?: Query;
+  /** Sent as JSON, with contentType (application/json by default). */
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+}
 
 /** The error a watch ERROR event stands for (its object is a Status). */
 export function watchErrorOf(call: string, object: unknown): KubeApiError {

@@ -60,7 +60,9 @@ export function errorFromStatus(call: string, status: Status, httpStatus = statu
 
 /** A transport failure: nothing came back from the server. */
 export function errorFromTransport(call: string, err: Error & { code?: string }): KubeApiError {
-  const out = new KubeApiError(0, err.code, call, err.message);
+  // Node's words for a cut stream are terse ("aborted", "socket hang up"): add the socket's code.
+  const message = err.code && !err.message.includes(err.code) ? `${err.message} (${err.code})` : err.message;
+  const out = new KubeApiError(0, err.code, call, message);
   out.details.cause = err;
   return out;
 }

@@ -18,9 +18,10 @@ export interface Exchange {
   timeoutMs: number;
 }
 
-/** "GET https://host:port/api/v1/nodes": how errors name a call (no query: it can be long). */
+/** "GET https://host:port/api/v1/nodes": how errors name a call. The query is left out (it can
+ * be long), except that a watch says it is one. */
 export function callName(method: string, url: URL): string {
-  return `${method} ${url.origin}${url.pathname}`;
+  return `${method} ${url.origin}${url.pathname}${url.searchParams.get('watch') === 'true' ? '?watch=true' : ''}`;
 }
 
 export function makeAgent(access: KubeAccess): http.Agent {
@@ -79,8 +80,13 @@ export function open(agent: http.Agent, ex: Exchange, retried = false): Promise<
   const mod = ex.url.protocol === 'http:' ? http : https;
   return new Promise<Open>((resolve, reject) => {
     const req = mod.request(ex.url, { method: ex.method, headers: ex.headers, agent, signal: inner.signal });
-    req.on('response', (response) => resolve({ response, call, abort: (reason) => inner.abort(reason), rearm, failure, done }));
+    let answered = false;
+    req.on('response', (response) => {
+      answered = true;
+      resolve({ response, call, abort: (reason) => inner.abort(reason), rearm, failure, done });
+    });
     req.on('error', (err: Error & { code?: string }) => {
+      if (answered) return; // the response stream reports it to whoever reads it
       done();
       // A kept-alive connection the server closed just as we reused it: the request never
       // reached the server, so one retry on a fresh connection is safe for a read.
@@ -102,12 +108,12 @@ export async function readBody(opened: Open, limit: number): Promise<string> {
     for await (const chunk of opened.response as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > limit) {
-        opened.abort(new KubeApiError(0, 'TooLarge', opened.call, `the answer is larger than ${limit} bytes`));
-        break;
+        const tooLarge = new KubeApiError(0, 'TooLarge', opened.call, `the answer is larger than ${limit} bytes`);
+        opened.abort(tooLarge);
+        throw tooLarge;
       }
       parts.push(chunk);
     }
-    if (size > limit) throw opened.failure(new Error('too large'));
   } catch (err) {
     throw opened.failure(err as Error);
   } finally {

@@ -37,6 +37,9 @@ export class Informer<T extends Named> {
   private readonly changeFns: ((kind: ChangeKind, obj: T, old?: T) => void)[] = [];
   private readonly stateFns: ((s: InformerState, detail: string) => void)[] = [];
   private current: InformerState = 'starting';
+  private lastDetail = '';
+  /** Watch events applied since the last list: whether a watch got anywhere before it failed. */
+  private eventsSinceList = 0;
   private stopper?: AbortController;
   private running?: Promise<void>;
   private resyncTimer?: NodeJS.Timeout;
@@ -58,6 +61,12 @@ export class Informer<T extends Named> {
 
   get state(): InformerState {
     return this.current;
+  }
+
+  /** Why the state is what it is, kept up to date: while unreachable, the latest failure
+   * (onState hears only the first of a run). */
+  get detail(): string {
+    return this.lastDetail;
   }
 
   list(): T[] {
@@ -108,6 +117,7 @@ export class Informer<T extends Named> {
 
   private async run(signal: AbortSignal): Promise<void> {
     let failures = 0;
+    let relistedForGone = false;
     let resourceVersion: string | undefined; // undefined: relist before watching
     while (!signal.aborted) {
       try {
@@ -120,8 +130,10 @@ export class Informer<T extends Named> {
       } catch (err) {
         if (signal.aborted) break;
         resourceVersion = undefined;
-        if (err instanceof KubeApiError && err.gone) {
-          failures = 0; // not a failure of the server: the watch fell behind; relist at once
+        // The watch fell behind what the server keeps: relist at once, not a failure of the
+        // server. Twice in a row with no event in between is one, and waits like any other.
+        if (err instanceof KubeApiError && err.gone && (this.eventsSinceList > 0 || !relistedForGone)) {
+          relistedForGone = true;
           continue;
         }
         failures++;
@@ -138,6 +150,7 @@ export class Informer<T extends Named> {
       { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector, limit: this.opts.pageSize },
       { signal },
     );
+    this.eventsSinceList = 0;
     const diff = diffRelist(this.cache, items);
     this.cache.clear();
     for (const obj of items) this.cache.set(objectKey(obj), obj);
@@ -165,7 +178,8 @@ export class Informer<T extends Named> {
 
   /** One watch event into the cache and out to onChange; answers its resourceVersion. */
   private apply(event: WatchEvent<T>): string | undefined {
-    if (event.type === 'ERROR') throw watchErrorOf(`${this.describe()} (watch)`, event.object);
+    if (event.type === 'ERROR') throw watchErrorOf(this.describe(true), event.object);
+    this.eventsSinceList++;
     const obj = event.object;
     const rv = obj?.metadata?.resourceVersion;
     if (event.type === 'BOOKMARK') return rv;
@@ -201,14 +215,16 @@ export class Informer<T extends Named> {
   }
 
   private setState(state: InformerState, detail: string): void {
+    this.lastDetail = detail;
     if (state === this.current) return;
     this.current = state;
     for (const fn of this.stateFns) fn(state, detail);
     if (state === 'synced') for (const wake of this.syncedWaiters.splice(0)) wake();
   }
 
-  private describe(): string {
-    return callName('GET', new URL(this.client.access.server + this.path));
+  /** "GET https://…/api/v1/nodes", as the client names that call in its errors. */
+  private describe(watch = false): string {
+    return callName('GET', new URL(`${this.client.access.server}${this.path}${watch ? '?watch=true' : ''}`));
   }
 }
 

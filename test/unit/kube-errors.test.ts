@@ -68,4 +68,6 @@ test('no answer at all: status 0, the socket error code as reason, UNAVAILABLE',
   t.is(err.code, 'UNAVAILABLE');
   t.is(err.message, `${call}: connect ECONNREFUSED 127.0.0.1:6443`);
   t.is(err.details.cause, cause);
+  const cut = Object.assign(new Error('aborted'), { code: 'ECONNRESET' });
+  t.is(errorFromTransport(`${call}?watch=true`, cut).message, `${call}?watch=true: aborted (ECONNRESET)`);
 });
