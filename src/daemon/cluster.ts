@@ -4,22 +4,20 @@
 // forwarding switches and masquerade table in step with the node list. Planning is pure
 // (src/cluster/); this file reads the kernel, runs the changes and reports.
 import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { ClusterSettings, KnitConfig, NetworkConfig } from '../config/index.js';
 import type { DaemonActionRunner } from './action-runner.js';
 import type { KnitMetrics } from './metrics.js';
-import type { Op } from '../base/ops.js';
+import type { AddrInfo, FdbInfo, NeighInfo, Op } from '../base/ops.js';
 import { clusterNatTable, vtepAliasTag } from '../base/names.js';
 import { nodeNetworks } from '../cluster/node-networks.js';
 import { planNetwork, type NetworkPlan, type WantVtep } from '../cluster/plan.js';
 import { peersInPlace, reconcile, type KernelView } from '../cluster/reconcile.js';
 import { masqueradeRuleset } from '../cluster/masquerade.js';
 import { StaticNodes } from '../cluster/static-nodes.js';
-import type { ClusterNetworkStatus, NodeSource } from '../cluster/types.js';
+import type { ClusterNetworkStatus, ClusterNode, NodeSource } from '../cluster/types.js';
 import type { IpFamily } from '../ipam/ip.js';
-import type { ClusterNode } from '../cluster/types.js';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { atomicWriteFile } from '../store/index.js';
 
 /** Changes that arrive together are applied together. */
@@ -236,13 +234,13 @@ export class ClusterController {
     });
   }
 
-  private async readKernel(): Promise<KernelView & { addrs: import('../base/ops.js').AddrInfo[] }> {
+  private async readKernel(): Promise<KernelView & { addrs: AddrInfo[] }> {
     const { runner } = this.deps;
     const [{ links }, { addrs }, { routes: r4 }, { routes: r6 }] = await runner.runOps(undefined, [
       { op: 'link.list' }, { op: 'addr.list' }, { op: 'route.list', family: 4 }, { op: 'route.list', family: 6 },
     ] as const);
-    const neighs = new Map<string, import('../base/ops.js').NeighInfo[]>();
-    const fdb = new Map<string, import('../base/ops.js').FdbInfo[]>();
+    const neighs = new Map<string, NeighInfo[]>();
+    const fdb = new Map<string, FdbInfo[]>();
     for (const plan of this.plans) {
       const name = plan.vtep?.name;
       if (!name || !links.some((l) => l.name === name)) continue;
@@ -305,7 +303,7 @@ export class ClusterController {
     if (off.length) await this.deps.runner.runOps(undefined, off.map((key) => ({ op: 'sysctl.set' as const, key, value: '1' })));
   }
 
-  private async masquerade(nodes: import('../cluster/types.js').ClusterNode[]): Promise<void> {
+  private async masquerade(nodes: ClusterNode[]): Promise<void> {
     const cluster = this.deps.config().cluster;
     if (!cluster) return;
     const table = clusterNatTable();
