@@ -9,16 +9,16 @@ import type { Logger } from 'pino';
 import type { ClusterSettings, KnitConfig, NetworkConfig } from '../config/index.js';
 import type { DaemonActionRunner } from './action-runner.js';
 import type { KnitMetrics } from './metrics.js';
-import type { AddrInfo, FdbInfo, NeighInfo, Op } from '../base/ops.js';
-import { clusterNatTable, vtepAliasTag } from '../base/names.js';
+import { clusterNatTable } from '../base/names.js';
 import { nodeNetworks } from '../cluster/node-networks.js';
-import { planNetwork, type NetworkPlan, type WantVtep } from '../cluster/plan.js';
+import { planNetwork, type NetworkPlan } from '../cluster/plan.js';
 import { peersInPlace, reconcile, type KernelView } from '../cluster/reconcile.js';
 import { masqueradeRuleset } from '../cluster/masquerade.js';
 import { StaticNodes } from '../cluster/static-nodes.js';
 import type { ClusterNetworkStatus, ClusterNode, NodeSource } from '../cluster/types.js';
 import type { IpFamily } from '../ipam/ip.js';
 import { atomicWriteFile } from '../store/index.js';
+import { ClusterKernel } from './cluster-kernel.js';
 
 /** Changes that arrive together are applied together. */
 const SETTLE_MS = 20;
@@ -78,7 +78,6 @@ export class ClusterController {
   private waiting = new Map<string, string>();
   private plans: NetworkPlan[] = [];
   private statuses: ClusterNetworkStatus[] = [];
-  private lastRuleset: string | undefined | null = null; // null: not applied yet by this process
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private again = false;
@@ -89,7 +88,10 @@ export class ClusterController {
   private cached: ClusterNode[] | undefined;
   private savedJson = '';
 
+  private readonly kernel: ClusterKernel;
+
   constructor(private readonly deps: ClusterDeps) {
+    this.kernel = new ClusterKernel(deps.runner, deps.log);
     const { metrics } = deps;
     metrics.clusterSourceState.setEach(() => (['starting', 'synced', 'unreachable'] as const).map((state) => ({ labels: { state }, value: deps.source.state().state === state ? 1 : 0 })));
     metrics.clusterSubnetConflicts.set({}, () => [...this.waiting.values()].filter((why) => why.includes('while pods hold addresses') || why.includes('pods still hold addresses')).length);
@@ -214,15 +216,17 @@ export class ClusterController {
     const defaultLinks = kernel.routes.filter((r) => r.dst === 'default' && r.index).map((r) => linkNames.get(r.index!)!).filter(Boolean);
     this.plans = ready.map((net) => planNetwork({ net, self, nodes, addrs: kernel.addrs, linkNames, defaultLinks }));
     let made = false;
-    for (const plan of this.plans) if (plan.vtep) made = (await this.ensureVtep(plan.vtep)) || made;
+    for (const plan of this.plans) if (plan.vtep) made = (await this.kernel.ensureVtep(plan.vtep, kernel)) || made;
+    await this.kernel.removeVtepsExcept(this.plans.flatMap((p) => (p.vtep ? [p.vtep.name] : [])), kernel);
     const view = made ? await this.readKernel() : kernel;
     const { ops, differences } = reconcile(this.plans, view);
     if (ops.length) {
-      await this.apply(ops);
+      await this.kernel.apply(ops);
       log.info({ changes: differences }, 'cluster routes reconciled');
     }
-    await this.forwarding();
-    await this.masquerade(nodes);
+    await this.kernel.switchOn(this.forwardingKeys());
+    const cluster = this.deps.config().cluster;
+    if (cluster) await this.kernel.masquerade(clusterNatTable(), masqueradeRuleset({ table: clusterNatTable(), networks: this.current.filter((n) => n.ipv4 || n.ipv6), nodes, cluster }));
     const after = ops.length ? await this.readKernel() : view;
     this.statuses = this.networkStatuses(after);
   }
@@ -234,84 +238,21 @@ export class ClusterController {
     });
   }
 
-  private async readKernel(): Promise<KernelView & { addrs: AddrInfo[] }> {
-    const { runner } = this.deps;
-    const [{ links }, { addrs }, { routes: r4 }, { routes: r6 }] = await runner.runOps(undefined, [
-      { op: 'link.list' }, { op: 'addr.list' }, { op: 'route.list', family: 4 }, { op: 'route.list', family: 6 },
-    ] as const);
-    const neighs = new Map<string, NeighInfo[]>();
-    const fdb = new Map<string, FdbInfo[]>();
-    for (const plan of this.plans) {
-      const name = plan.vtep?.name;
-      if (!name || !links.some((l) => l.name === name)) continue;
-      const [{ neighs: n }, { fdb: f }] = await runner.runOps(undefined, [{ op: 'neigh.list', link: name }, { op: 'fdb.list', link: name }] as const);
-      neighs.set(name, n);
-      fdb.set(name, f);
-    }
-    return { links, addrs, routes: [...r4, ...r6], neighs, fdb };
-  }
-
-  /** The VTEP: made once, tagged, its MAC from the node name; a device of that name knit did
-   * not make is left alone and reported. True when it was made or changed. */
-  private async ensureVtep(v: WantVtep): Promise<boolean> {
-    const { runner } = this.deps;
-    const tag = vtepAliasTag(v.network);
-    const [{ links }] = await runner.runOps(undefined, [{ op: 'link.list' }] as const);
-    const have = links.find((l) => l.name === v.name);
-    if (have && have.alias !== tag) throw new Error(`a link named ${v.name} exists and knit did not create it (alias "${have.alias ?? ''}"); knit will not use it as network ${v.network}'s VTEP`);
-    const ops: Op[] = [];
-    if (!have) {
-      ops.push({ op: 'link.add', kind: 'vxlan', name: v.name, vni: v.vni, port: v.port, local: v.local, dev: v.dev, learning: false, mac: v.mac, mtu: v.mtu, alias: tag, up: true });
-    } else if (have.mac !== v.mac || have.mtu !== v.mtu || !have.up) {
-      ops.push({ op: 'link.set', link: v.name, mac: v.mac, mtu: v.mtu, up: true });
-    }
-    if (v.address) {
-      const [{ addrs }] = await runner.runOps(undefined, [{ op: 'addr.list', family: 4 }] as const);
-      const index = have?.index;
-      if (!index || !addrs.some((a) => a.index === index && `${a.address}/${a.prefixLen}` === v.address)) ops.push({ op: 'addr.add', link: v.name, address: v.address, ignoreMissing: false });
-    }
-    if (!ops.length) return false;
-    await runner.runOps(undefined, ops);
-    return true;
-  }
-
-  /** In one batch; should one change fail, each is tried alone so the others still land. */
-  private async apply(ops: Op[]): Promise<void> {
-    try {
-      await this.deps.runner.runOps(undefined, ops);
-    } catch {
-      for (const op of ops) {
-        await this.deps.runner.runOps(undefined, [op]).catch((err: Error) => this.deps.log.warn({ op, err: err.message }, 'cluster route change failed'));
-      }
-    }
+  private readKernel() {
+    return this.kernel.read(this.plans.flatMap((p) => (p.vtep ? [p.vtep.name] : [])));
   }
 
   /** Forwarding on exactly the devices cross-node traffic enters by: the bridge, the uplinks,
    * the VTEP (IPv4 per device; IPv6 per device on Linux 6.17+, else it needs the host's global
-   * switch, which knit leaves as it finds it: docs/cluster.md). Written only when off. */
-  private async forwarding(): Promise<void> {
-    const devices = [...new Set(this.plans.flatMap((p) => p.forwarding))];
+   * switch, which knit leaves as it finds it: docs/cluster.md). */
+  private forwardingKeys(): string[] {
     const keys: string[] = [];
-    for (const dev of devices) {
-      const net = this.plans.filter((p) => p.forwarding.includes(dev)).map((p) => this.current.find((n) => n.name === p.network)!);
+    for (const dev of new Set(this.plans.flatMap((p) => p.forwarding))) {
+      const nets = this.plans.filter((p) => p.forwarding.includes(dev)).map((p) => this.current.find((n) => n.name === p.network));
       keys.push(`net.ipv4.conf.${dev}.forwarding`);
-      if (this.deps.ipv6PerDeviceForwarding && net.some((n) => n.ipv6)) keys.push(`net.ipv6.conf.${dev}.force_forwarding`);
+      if (this.deps.ipv6PerDeviceForwarding && nets.some((n) => n?.ipv6)) keys.push(`net.ipv6.conf.${dev}.force_forwarding`);
     }
-    if (!keys.length) return;
-    const values = await this.deps.runner.runOps(undefined, keys.map((key) => ({ op: 'sysctl.get' as const, key })));
-    const off = keys.filter((_, i) => (values[i] as { value?: string }).value?.trim() !== '1');
-    if (off.length) await this.deps.runner.runOps(undefined, off.map((key) => ({ op: 'sysctl.set' as const, key, value: '1' })));
-  }
-
-  private async masquerade(nodes: ClusterNode[]): Promise<void> {
-    const cluster = this.deps.config().cluster;
-    if (!cluster) return;
-    const table = clusterNatTable();
-    const ruleset = masqueradeRuleset({ table, networks: this.current.filter((n) => n.ipv4 || n.ipv6), nodes, cluster });
-    if (ruleset === this.lastRuleset) return;
-    if (ruleset) await this.deps.runner.runHostAction(undefined, { op: 'nft.apply', family: 'inet', table, ruleset });
-    else await this.deps.runner.runHostAction(undefined, { op: 'nft.delete', family: 'inet', table, ignoreMissing: true });
-    this.lastRuleset = ruleset;
+    return keys;
   }
 
   /** NodeStatus's view: the node, where its list comes from, and per network its peers. */
