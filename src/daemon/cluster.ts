@@ -25,6 +25,8 @@ const SETTLE_MS = 20;
 /** How long start-up waits for the API's first list; after it knit serves, its node-subnet
  * networks not ready until the list arrives. */
 const FIRST_VIEW_MS = 5_000;
+/** A pass even when the node list did not change: what someone removed by hand comes back. */
+const RESYNC_MS = 60_000;
 
 /** NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host name. */
 export function clusterNodeName(cluster: ClusterSettings, env: NodeJS.ProcessEnv = process.env): string {
@@ -79,6 +81,7 @@ export class ClusterController {
   private plans: NetworkPlan[] = [];
   private statuses: ClusterNetworkStatus[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private resync: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private again = false;
   private changedAt = 0;
@@ -130,6 +133,8 @@ export class ClusterController {
     const { source } = this.deps;
     source.onChange(() => this.schedule());
     source.start();
+    this.resync = setInterval(() => this.schedule(), RESYNC_MS);
+    this.resync.unref();
     await source.waitSynced?.(FIRST_VIEW_MS);
     this.resolve();
   }
@@ -137,6 +142,7 @@ export class ClusterController {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.resync);
     await this.deps.source.stop();
     await this.running;
   }

@@ -8,9 +8,6 @@ import type { ClusterSettings } from '../config/index.js';
 import type { ClusterNode, NodeSource, NodeSourceState } from '../cluster/types.js';
 import { Informer, KubeClient, loadKubeAccess, type Node } from '../kube/index.js';
 
-/** A nudge to reconcile even when nothing changed: what someone removed by hand comes back. */
-const RESYNC_MS = 60_000;
-
 /** The fields knit reads of a Node. */
 export function clusterNodeOf(n: Node): ClusterNode {
   return {
@@ -31,8 +28,8 @@ export class KubeNodes implements NodeSource {
     private readonly log: Logger,
   ) {
     informer.onChange((kind, obj, old) => {
-      // A resync hands every object over unchanged (obj === old): reconcile all the same.
-      if (kind === 'update' && old && obj !== old && JSON.stringify(clusterNodeOf(obj)) === JSON.stringify(clusterNodeOf(old))) return;
+      // A Node changes often (status heartbeats, conditions): only its podCIDRs and InternalIPs matter here.
+      if (kind === 'update' && old && JSON.stringify(clusterNodeOf(obj)) === JSON.stringify(clusterNodeOf(old))) return;
       this.emit();
     });
     informer.onState((state, detail) => {
@@ -46,7 +43,8 @@ export class KubeNodes implements NodeSource {
   static async open(cluster: ClusterSettings, log: Logger): Promise<KubeNodes> {
     const access = loadKubeAccess({ ...(cluster.kubeconfig && { kubeconfig: cluster.kubeconfig }) });
     const client = new KubeClient(access, { userAgent: 'knit/cluster-network' });
-    const informer = new Informer<Node>(client, '/api/v1/nodes', { resyncMs: RESYNC_MS });
+    // No informer resync: the controller reconciles every minute on its own (src/daemon/cluster.ts).
+    const informer = new Informer<Node>(client, '/api/v1/nodes');
     return new KubeNodes(access.source, client, informer, log);
   }
 
