@@ -6,7 +6,8 @@ import test from 'ava';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { pinger } from '../helpers/pinger.js';
-import { eventually, ipJson, pingFrom, runcAttachReq } from '../helpers/daemon.js';
+import { spawnSync } from 'node:child_process';
+import { CLI, eventually, ipJson, pingFrom, runcAttachReq } from '../helpers/daemon.js';
 import { buildFabric, clusterDaemons, listening, nodeMap, routeMonitor, sh, tcpHello, tcpServer, tcpStream } from '../helpers/cluster-fabric.js';
 
 test('routes: pods reach pods on every node of the segment, the far node is reported, traffic leaves masqueraded, a restart and a kill -9 change no route', async (t) => {
@@ -49,6 +50,15 @@ test('routes: pods reach pods on every node of the segment, the far node is repo
   t.deepEqual(s1.networks[0].node_subnets, [n1.pod4, n1.pod6]);
   t.true(peers.find((p: any) => p.node === 'n2').in_place);
   t.regex(peers.find((p: any) => p.node === 'n4').problem, /not on a link of this node/);
+  // The same through the CLI a user runs: the peer table, and check --node naming node 4.
+  const cli = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args, '--socket', cd.daemons.get('n1')!.socket], { encoding: 'utf8', env: { ...process.env, KNIT_SOCKET: '' } });
+  const status = cli('status');
+  t.regex(status.stdout, /crossNode routes, this node's subnets 10\.236\.1\.0\/24, fd6b:236:1::\/64/);
+  t.regex(status.stdout, /n2 +10\.236\.2\.0\/24, fd6b:236:2::\/64 +192\.168\.236\.2 +yes/);
+  t.regex(status.stdout, /n4 .* no +.*not on a link of this node/);
+  const check = cli('check', '--node');
+  t.is(check.status, 5, 'check --node exits 5 when something differs');
+  t.regex(check.stdout, /^- network .*: node n4: 192\.168\.237\.4 is not on a link of this node/m);
   const onlyFarNode = (diffs: string[]) => diffs.length === 1 && /node n4: 192\.168\.237\.4 is not on a link/.test(diffs[0]);
   t.true(onlyFarNode((await cd.daemons.get('n1')!.call('NodeStatus', { check_node: true })).cluster_differences), 'knit check --node: only the far node');
 
