@@ -2,6 +2,7 @@
 // another segment: a tagged VTEP per node with a MAC that survives a restart, per peer a route,
 // a permanent neighbour and an FDB entry, checked with ip -j, bridge -j fdb, ping and TCP.
 import test from 'ava';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { eventually, ipJson, pingFrom, runcAttachReq } from '../helpers/daemon.js';
 import { buildFabric, clusterDaemons, listening, routeMonitor, sh, tcpHello, tcpServer } from '../helpers/cluster-fabric.js';
@@ -64,4 +65,14 @@ test('vxlan: every pod reaches every other node\'s pods, the node behind the rou
   const after = ipJson(['link', 'show', 'knit-vx1'], n4.ns)[0];
   t.is(after.ifindex, before.ifindex);
   t.is(after.address, before.address);
+
+  // Node 1's network switches to crossNode routes (a config reload): its VTEP and every entry
+  // through it go; the routes to its segment's peers take their place.
+  const d1 = cd.daemons.get('n1')!;
+  const cfg = JSON.parse(readFileSync(d1.configPath, 'utf8'));
+  cfg.networks[0].crossNode = 'routes';
+  writeFileSync(d1.configPath, JSON.stringify(cfg));
+  await eventually(() => ipJson(['link', 'show'], n1.ns).every((l: any) => l.ifname !== 'knit-vx1'), 'node 1\'s VTEP removed', 10_000);
+  await eventually(() => ipJson(['route', 'show', f.nodes[1].pod4], n1.ns)[0]?.gateway === f.nodes[1].ip4, 'node 2 routed via its address', 10_000);
+  t.falsy(ipJson(['route', 'show', 'proto', '201'], n1.ns).find((r: any) => r.dst === n4.pod4), 'node 4 is off the segment: no route');
 });
