@@ -27,6 +27,8 @@ const SETTLE_MS = 20;
 const FIRST_VIEW_MS = 5_000;
 /** A pass even when the node list did not change: what someone removed by hand comes back. */
 const RESYNC_MS = 60_000;
+/** While a subnet is held back for the pods in it, how often to look whether they are gone. */
+const CONFLICT_RETRY_MS = 2_000;
 
 /** NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host name. */
 export function clusterNodeName(cluster: ClusterSettings, env: NodeJS.ProcessEnv = process.env): string {
@@ -97,7 +99,7 @@ export class ClusterController {
     this.kernel = new ClusterKernel(deps.runner, deps.log);
     const { metrics } = deps;
     metrics.clusterSourceState.setEach(() => (['starting', 'synced', 'unreachable'] as const).map((state) => ({ labels: { state }, value: deps.source.state().state === state ? 1 : 0 })));
-    metrics.clusterSubnetConflicts.set({}, () => [...this.waiting.values()].filter((why) => why.includes('while pods hold addresses') || why.includes('pods still hold addresses')).length);
+    metrics.clusterSubnetConflicts.set({}, () => this.conflicts());
     metrics.clusterPeers.setEach(() => this.statuses.flatMap((s) => [
       { labels: { network: s.network, state: 'in_place' }, value: s.peers.filter((p) => p.inPlace).length },
       { labels: { network: s.network, state: 'not_routed' }, value: s.peers.filter((p) => !p.inPlace).length },
@@ -115,6 +117,11 @@ export class ClusterController {
     const { source } = this.deps;
     if (this.everSynced || source.state().state === 'synced' || !this.cached) return source.nodes();
     return this.cached;
+  }
+
+  /** Networks whose subnet is held back for the pods in it (node-networks.ts says so). */
+  private conflicts(): number {
+    return [...this.waiting.values()].filter((why) => /pods (still )?hold addresses/.test(why)).length;
   }
 
   /** The networks with node subnets filled in (a network still waiting has no pools). */
@@ -206,6 +213,8 @@ export class ClusterController {
       log.info({ networks: this.current.map((n) => ({ name: n.name, ipv4: n.ipv4?.subnet, ipv6: n.ipv6?.subnet })), waiting: Object.fromEntries(this.waiting) }, 'node subnets');
     }
     for (const [network, why] of this.waiting) log.warn({ network, why }, 'network not ready');
+    // A subnet held back for its pods moves once they are gone: look again soon.
+    if (this.conflicts() && !this.stopped) setTimeout(() => this.schedule(), CONFLICT_RETRY_MS).unref();
     // Until the node list was read once, it says nothing about the peers: knit changes no
     // route (after a restart with the API down, the routes its predecessor made stay).
     if (!this.everSynced) return;

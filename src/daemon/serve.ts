@@ -15,7 +15,7 @@ import { SandboxManager } from '../core/manager.js';
 import type { ManagerHooks } from '../core/ports.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
-import { ensureNetwork, removeNetwork } from '../core/networks.js';
+import { ensureNetwork, removeMovedGateways, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
 import type { Extension } from '../base/types.js';
@@ -125,12 +125,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
     ipam.reconfigure(networks);
     specs = networkSpecs(networks);
     unready = nextUnready;
-    // A bridge whose subnet moved (no pod held the old one) loses its old gateway address.
     for (const net of networks) {
       const old = before.get(net.name);
-      if (net.mode !== 'bridge' || !old?.bridge) continue;
-      const gone = (['ipv4', 'ipv6'] as const).flatMap((k) => (old[k] && old[k]!.subnet !== net[k]?.subnet ? [`${old[k]!.gateway}/${old[k]!.subnet.split('/')[1]}`] : []));
-      if (gone.length) await runner.runOps(undefined, gone.map((address) => ({ op: 'addr.del' as const, link: old.bridge!, address, ignoreMissing: true })));
+      if (old) await removeMovedGateways(runner, old, net);
     }
   };
 

@@ -39,6 +39,19 @@ test('waiting for the node\'s podCIDR: not ready, naming the node and field; rea
   await eventually(() => /^200/.test(readyz()), 'ready once the node has its podCIDR', 10_000);
   const r = (await d.call('Attach', runcAttachReq(`${P}sb`, pod.path))).result;
   t.is(r.ips[0].address, '10.77.1.2/32');
+
+  // The podCIDR changes under the pod: kept, and reported; once the pod is gone, moved.
+  cfg.cluster.nodes.w1.podCIDRs = ['10.77.2.0/24'];
+  writeFileSync(d.configPath, JSON.stringify(cfg));
+  await eventually(() => /^503 .*changed its IPv4 entry from 10\.77\.1\.0\/24 to 10\.77\.2\.0\/24 while pods hold addresses/.test(readyz()), 'the change reported', 10_000);
+  t.regex(execIn(ns.name, `require('http').get('http://127.0.0.1:${port}/metrics',(r)=>{let b='';r.on('data',(d)=>b+=d);r.on('end',()=>console.log(b))})`), /^knit_cluster_subnet_conflicts 1$/m);
+  t.truthy(ipJsonIn(ns.name, ['route', 'show', '10.77.1.2']).length, 'the pod keeps its address and route');
+  await d.call('Detach', { sandbox_id: `${P}sb` });
+  await eventually(() => /^200/.test(readyz()), 'moved once the pod is gone', 10_000);
+  const pod2 = makeNetns(t, P, 'pod2');
+  t.is((await d.call('Attach', runcAttachReq(`${P}sb2`, pod2.path))).result.ips[0].address, '10.77.2.2/32');
+  t.truthy(ipJsonIn(ns.name, ['route', 'show', 'proto', '201']).find((x: any) => x.dst === '10.77.2.0/24' && x.type === 'blackhole'), 'the new block announced');
+  t.falsy(ipJsonIn(ns.name, ['route', 'show', 'proto', '201']).find((x: any) => x.dst === '10.77.1.0/24'), 'the old one gone');
 });
 
 test('no kubeconfig and no ServiceAccount: knit serves, its cluster network not ready, saying why', async (t) => {
@@ -55,6 +68,8 @@ test('no kubeconfig and no ServiceAccount: knit serves, its cluster network not 
   t.is(s.cluster.state, 'unreachable');
   t.regex(s.message, /Node "w1" is not in the Kubernetes API \(unreachable: .*in-cluster/);
 });
+
+const ipJsonIn = (ns: string, args: string[]) => JSON.parse(execFileSync('ip', ['-n', ns, '-j', ...args], { encoding: 'utf8' }) || '[]');
 
 function execIn(ns: string, code: string): string {
   return execFileSync('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { encoding: 'utf8' }).trim();
