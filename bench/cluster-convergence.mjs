@@ -6,13 +6,15 @@
 // reload. Reported: the wall time from the file write to the last route seen by `ip route`
 // (includes the 300 ms reload debounce and a 20 ms poll), and knit's own reconcile time (its
 // knit_cluster_reconcile_duration_seconds: change seen → kernel done). Not through the API and
-// with no contender beside it: see bench/README.md, "Cluster route convergence".
+// with no contender beside it: see bench/README.md, "Cluster route convergence". Then: an attach
+// (runc, gRPC) with no peers against one with the largest list in place, median of 30 each.
 // Usage (root, after npm run build): node bench/cluster-convergence.mjs [10,100,1000]
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sizes = (process.argv[2] ?? '10,100,1000').split(',').map(Number);
@@ -71,8 +73,33 @@ try {
     await wait(() => routes() === 0, 'routes removed');
     console.log(`${n} | ${up.toFixed(0)} | ${own.toFixed(1)} | ${(performance.now() - t1).toFixed(0)}`);
   }
+  // Does a long peer list slow an attach? 30 attaches with none, 30 with the largest.
+  const { knitProto } = await import(pathToFileURL(path.join(root, 'build/src/api/proto.js')).href);
+  const { Knit } = knitProto();
+  const client = new Knit(`unix://${path.join(dir, 'knit.sock')}`, grpc.credentials.createInsecure());
+  const call = (m, req) => new Promise((res, rej) => client[m](req, (e, r) => (e ? rej(e) : res(r))));
+  const attaches = async (label) => {
+    const times = [];
+    for (let i = 0; i < 30; i++) {
+      const pod = `${tag}-p${i}`;
+      ip('netns', 'add', pod);
+      const t0 = performance.now();
+      await call('Attach', { sandbox_id: `${tag}-${label}-${i}`, netns_path: `/run/netns/${pod}`, runtime: 'RUNC', interfaces: [{ name: 'eth0' }] });
+      times.push(performance.now() - t0);
+      await call('Detach', { sandbox_id: `${tag}-${label}-${i}` });
+      ip('netns', 'del', pod);
+    }
+    return times.sort((a, b) => a - b)[15];
+  };
+  const none = await attaches('none');
+  const big = Math.max(...sizes);
+  writeFileSync(file, JSON.stringify(config(big)));
+  await wait(() => routes() === big, `${big} routes`);
+  const many = await attaches('many');
+  console.log(`attach p50: ${none.toFixed(2)} ms with no peers, ${many.toFixed(2)} ms with ${big} (${(many / none).toFixed(2)}x)`);
+  client.close();
 } finally {
   if (daemon && daemon.exitCode === null) daemon.kill('SIGKILL');
-  for (const n of [ns, peerNs]) try { ip('netns', 'del', n); } catch { /* gone */ }
+  for (const n of [ns, peerNs, ...Array.from({ length: 30 }, (_, i) => `${tag}-p${i}`)]) try { ip('netns', 'del', n); } catch { /* gone */ }
   rmSync(dir, { recursive: true, force: true });
 }
