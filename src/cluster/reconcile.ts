@@ -86,6 +86,13 @@ export function reconcile(plans: NetworkPlan[], kernel: KernelView): Reconciliat
     const have = owned.find((r) => routeKey(r) === key);
     if (have && sameRoute(want, have, index)) continue;
     const what = want.type === 'blackhole' ? `blackhole ${want.dst}` : `route ${want.dst} via ${want.gateway} dev ${want.link}`;
+    // A replace would take over another owner's route in the same slot (dst, metric): leave it.
+    const slotMetric = want.metric ?? (want.family === 6 ? 1024 : 0);
+    const foreign = !have && kernel.routes.find((r) => r.dst === want.dst && !isClusterRoute(r) && r.protocol !== String(ROUTE_PROTOCOL) && (r.metric ?? 0) === slotMetric);
+    if (foreign) {
+      differences.push(`${what}: a route of another owner (protocol ${foreign.protocol}) holds that destination; knit leaves it`);
+      continue;
+    }
     differences.push(have ? `${what}: the kernel has ${have.type} ${have.dst}${have.gateway ? ` via ${have.gateway}` : ''}${have.index ? ` dev ${nameOf.get(have.index) ?? have.index}` : ''}` : `${what} is missing`);
     ops.push(routeOp(want));
   }

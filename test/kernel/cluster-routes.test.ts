@@ -137,6 +137,8 @@ test('routes: pods reach pods on every node of the segment, the far node is repo
   sh(n1.ns, 'ip', 'route', 'add', n3.pod4, 'via', n3.ip4, 'proto', 'static');
   cfg.cluster.nodes = nodeMap(f);
   writeFileSync(cd.daemons.get('n1')!.configPath, JSON.stringify(cfg));
-  await eventually(() => ipJson(['route', 'show', n3.pod4], n1.ns).length >= 1 && (cd.daemons.get('n1')!.logs.join('\n').match(/cluster routes reconciled/g) ?? []).length >= 2, 'the node back', 5000);
+  await eventually(() => ipJson(['-6', 'route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === n3.pod6), 'the node back (its IPv6 route)', 5000);
   t.truthy(ipJson(['route', 'show', n3.pod4, 'proto', 'static'], n1.ns)[0], 'the static route is still there');
+  t.falsy(ipJson(['route', 'show', 'proto', '201'], n1.ns).find((r: any) => r.dst === n3.pod4), 'knit did not take it over');
+  t.true((await cd.daemons.get('n1')!.call('NodeStatus', { check_node: true })).cluster_differences.some((x: string) => /another owner \(protocol static\)/.test(x)), 'check --node names it');
 });

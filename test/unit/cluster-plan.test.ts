@@ -101,6 +101,10 @@ test('reconcile: nothing for what is in place, replace what differs, remove what
   ]);
   t.true(r.ops.every((o: any) => o.protocol === ROUTE_PROTOCOL));
   t.is(r.differences.length, 3);
+  // Another owner's route where knit's would go: left alone, and named.
+  const taken = reconcile([plan], kernel([...inPlace.slice(0, 2), inPlace[3]!, route({ dst: '10.244.2.0/24', gateway: '192.168.0.7', index: 2, protocol: 'static' })]));
+  t.deepEqual(taken.ops, []);
+  t.regex(taken.differences[0]!, /route 10\.244\.2\.0\/24 via 192\.168\.0\.2 dev eth0: a route of another owner \(protocol static\) holds that destination/);
 });
 
 test('masquerade: the own block leaving the cluster, never to any node\'s block, the cluster and service CIDRs, or nonMasqueradeCIDRs', (t) => {
