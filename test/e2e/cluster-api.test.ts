@@ -105,7 +105,8 @@ test('Nodes from the API: routes follow nodes added and deleted, a node waits fo
   // Node 4's Node object appears: its knit learns its subnet; node 1 reports it (off-link).
   await createNode(cp, nodeName(n4), { internalIPs: [n4.ip4, n4.ip6] });
   await until(async () => (await daemons.get(n4)!.call('NodeStatus', {})).ready, 'node 4 ready once its Node has podCIDRs', 30_000);
-  t.regex((await daemons.get(n1)!.call('NodeStatus', {})).networks[0].peers.find((p: any) => p.node === nodeName(n4)).problem, /not on a link/);
+  // Its addresses come in a second write (createNode patches the status): node 1 reports it off-link.
+  await until(async () => /not on a link/.test((await daemons.get(n1)!.call('NodeStatus', {})).networks[0].peers.find((p: any) => p.node === nodeName(n4))?.problem ?? ''), 'node 1 reports node 4 off its segment', 30_000);
 
   // A node added through the API (no netns behind it, an address on the fabric): routes appear.
   const extra = `${P}n9`;

@@ -44,6 +44,9 @@ export function buildFabric(t: ExecutionContext, prefix: string, seg: number, co
   for (let i = 1; i <= count + 1; i++) {
     const name = `n${i}`;
     const ns = makeNetns(t, prefix, name).name;
+    // A new netns copies the host's IPv4 switches: start every node from "not forwarding",
+    // whatever the host (or another test meanwhile) set.
+    sh(ns, 'sysctl', '-qw', 'net.ipv4.conf.all.forwarding=0', 'net.ipv6.conf.all.forwarding=0');
     const far = i === count + 1;
     const s = far ? seg + 1 : seg;
     const node: FabricNode = { name, ns, ip4: `192.168.${s}.${i}`, ip6: `fd6b:${s}::${i}`, pod4: `10.${seg}.${i}.0/24`, pod6: `fd6b:${seg}:${i}::/64` };
