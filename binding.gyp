@@ -14,6 +14,8 @@
         "native/src/peercred.cc",
         "native/src/monitor.cc",
         "native/src/monitor_js.cc",
+        "native/src/packet_taps.cc",
+        "native/src/packet_taps_js.cc",
         "native/src/handle.cc",
         "native/src/tun.cc",
         "native/src/sysctl.cc",

@@ -17,8 +17,12 @@ import { runChurn } from './phases/churn.js';
 import { runScale } from './phases/scale.js';
 import { runVariants } from './phases/variants.js';
 import { runBurst } from './phases/burst.js';
+import { runSoak } from './phases/soak.js';
+import { runBoot } from './phases/boot.js';
+import { procMemory } from './lib/knit-process.js';
 import { renderMarkdown } from './report/markdown.js';
 import { renderSvg } from './report/svg.js';
+import { renderSoakSvg } from './report/soak-svg.js';
 import { floorName, ms, ratio } from './report/format.js';
 import { summarize } from './lib/stats.js';
 
@@ -78,6 +82,14 @@ async function main(): Promise<number> {
   try {
     for (const c of CONTENDERS) if (!opts.only || opts.only.includes(c.name)) await lineup.add(c.make(), c.tag);
     if (lineup.entries.length === 0) throw new Error('no contender could be set up');
+    const recordRss = (key: 'idle' | 'afterLatency') => {
+      for (const { contender, info } of lineup.entries) {
+        const pid = contender.daemonPid?.();
+        const m = pid === undefined ? undefined : procMemory(pid);
+        if (m) (info.rssKiB ??= {})[key] = Math.round(m.rss / 1024);
+      }
+    };
+    recordRss('idle');
 
     const results: BenchResults = {
       version: 1,
@@ -92,12 +104,17 @@ async function main(): Promise<number> {
       contenders: lineup.infos,
       latency: await runLatency(world, lineup, progress, opts),
     };
+    recordRss('afterLatency');
     if (opts.full && !interrupted) {
       results.churn = await runChurn(world, lineup, progress, { seconds: opts.churnSeconds, concurrency: opts.churnConcurrency });
       results.variants = await runVariants(world, lineup, progress, { iterations: opts.variantIterations });
       if (opts.burst > 0) results.burst = await runBurst(world, lineup, progress, { size: opts.burst });
       results.scale = await runScale(world, lineup, progress, { levels: opts.scaleLevels, samples: opts.scaleSamples });
     }
+    const soakCycles = opts.soakCycles ?? (opts.full ? 3000 : 0);
+    if (soakCycles > 0 && !interrupted) results.soak = await runSoak(world, lineup, progress, { cycles: soakCycles, concurrency: opts.soakConcurrency });
+    const bootPods = opts.bootPods ?? (opts.full ? 110 : 0);
+    if (bootPods > 0 && !interrupted) results.boot = await runBoot(world, progress, { pods: bootPods });
     results.run.finishedAt = new Date().toISOString();
     if (interrupted) return 130;
     writeResults(results, opts.outDir ?? path.join(repoRoot, 'bench', 'results'));
@@ -118,7 +135,8 @@ function writeResults(r: BenchResults, dir: string, withStamped = true): void {
   writeFileSync(path.join(dir, 'latest.json'), json);
   writeFileSync(path.join(dir, 'latest.md'), renderMarkdown(r));
   writeFileSync(path.join(dir, 'latest.svg'), renderSvg(r));
-  log(`bench: wrote ${withStamped ? `${path.join(dir, `${stamp}.json`)}, ` : ''}latest.json, latest.md, latest.svg in ${dir}`);
+  if (r.soak?.length) writeFileSync(path.join(dir, 'latest-soak.svg'), renderSoakSvg(r));
+  log(`bench: wrote ${withStamped ? `${path.join(dir, `${stamp}.json`)}, ` : ''}latest.json, latest.md, latest.svg${r.soak?.length ? ', latest-soak.svg' : ''} in ${dir}`);
 }
 
 /** A compact table on stdout: p50s and the ratios (the markdown has p90/p99). */

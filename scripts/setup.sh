@@ -25,6 +25,9 @@ APT_PACKAGES=(
   debootstrap buildah # scripts/build-image.sh: knit's OCI image (test/e2e/image.test.ts)
   umoci        # packs the CRI test's pause image (test/e2e/cni-cri.test.ts, cni-containerd.test.ts)
   openssl      # the test cluster's CA and certificates (test/fixtures/kube-pki.ts)
+  # libvirt 9.0, started by the tests only, privately, as virt-launcher starts it
+  # (test/e2e/libvirt-kubevirt.test.ts); -system for the libvirt-qemu user the QEMU driver needs
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-system libvirt-clients
 )
 KERNEL_META=linux-image-cloud-amd64 # what test/fixtures/kernel-package.ts resolves
 
@@ -62,8 +65,17 @@ missing_packages() {
 
 apt_lists_present() { apt-cache show "$KERNEL_META" >/dev/null 2>&1; }
 
+# No package may start a system service (libvirtd, containerd, ...): the tests run their own,
+# with private paths. policy-rc.d answering 101 is Debian's way to say so (invoke-rc.d(8)).
 apt_install() {
-  apt-get install -y -qq --no-install-recommends "$@"
+  local guard=/usr/sbin/policy-rc.d made=
+  if [[ ! -e $guard ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$guard" && chmod 755 "$guard" && made=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+  local rc=$?
+  [[ -n $made ]] && rm -f "$guard"
+  return $rc
 }
 
 mapfile -t missing < <(missing_packages)

@@ -14,6 +14,7 @@ export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => 
   { name: 'knit-c', tag: 'j', make: () => new KnitContender('c-core') },
   { name: 'knit-cni', tag: 'n', make: () => new KnitContender('grpc-js', 'cni') },
   { name: 'knit-shim', tag: 's', make: () => new KnitContender('grpc-js', 'bridge', 'shim') },
+  { name: 'knit-v8default', tag: 'v', make: () => new KnitContender('grpc-js', 'bridge', 'rpc', false) },
   { name: 'cni', tag: 'c', make: () => new CniContender() },
   { name: 'floor-c', tag: 'f', make: () => new FloorCContender() },
   { name: 'floor-ip', tag: 'i', make: () => new FloorIpContender() },

@@ -2,7 +2,7 @@
 // and socket; each attach is one Attach RPC and each detach one Detach RPC, from a grpc-js
 // client ('knit') or a C-core client ('knit-c', as a Go or C caller would see knit). The clock
 // runs around the call, so the transport is included: compare with the grpc / grpc-c rows.
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -13,6 +13,7 @@ import { reapGroup, setInstance } from '../../src/base/names.js';
 import { knitProto } from '../../src/api/proto.js';
 import { CCoreClient } from '../lib/ccore-client.js';
 import { bridgeHostLocal, CNI_BIN_DIR, keepHostForwarding } from './cni.js';
+import { launcherNodeFlags } from '../lib/knit-process.js';
 
 export type ClientKind = 'grpc-js' | 'c-core';
 
@@ -24,10 +25,15 @@ export type Path = 'rpc' | 'shim';
 export type NetworkKind = 'bridge' | 'cni';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const SHIM = path.join(repoRoot, 'build', 'native', 'knit-cni');
+export const SHIM = path.join(repoRoot, 'build', 'native', 'knit-cni');
 
 /** The network name the bench config defines. */
 const NETWORK = 'bench';
+
+/** The conflist entry a runtime execs knit-cni with, for the daemon whose scratch dir this is. */
+export function shimConfig(prefix: string, scratch: string): string {
+  return JSON.stringify({ cniVersion: '1.0.0', name: `${prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(scratch, 'cni.sock') });
+}
 
 type Unary = (req: object, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
 
@@ -65,7 +71,15 @@ export class KnitContender implements Contender {
     private readonly clientKind: ClientKind = 'grpc-js',
     private readonly networkKind: NetworkKind = 'bridge',
     private readonly via: Path = 'rpc',
+    /** false: the daemon runs on node's own V8 settings, not bin/knit's flags (what they cost). */
+    private readonly launcherFlags = true,
   ) {
+    if (!launcherFlags) {
+      this.name = 'knit-v8default';
+      this.label = 'knit (gRPC), node\'s default V8 settings instead of bin/knit\'s';
+      this.flavors = ['runc'];
+      return;
+    }
     if (via === 'shim') {
       this.name = 'knit-shim';
       this.label = 'knit via knit-cni (exec\'d per ADD/DEL as a CNI runtime does)';
@@ -95,7 +109,7 @@ export class KnitContender implements Contender {
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
     writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket, this.networkKind), null, 2));
-    const { cmd, args } = daemonCommand(configPath);
+    const { cmd, args } = daemonCommand(configPath, this.launcherFlags);
     this.daemon = await startDaemon({ what: 'knit daemon', cmd, args, socket, timeoutMs: 30000 });
     ctx.trackPid(this.daemon.pid, 'knit daemon');
     const { Knit } = knitProto();
@@ -124,8 +138,7 @@ export class KnitContender implements Contender {
 
   /** One knit-cni process, env and stdin exactly as a runtime passes them. */
   private async shim(command: 'ADD' | 'DEL', sb: Sandbox): Promise<void> {
-    const config = JSON.stringify({ cniVersion: '1.0.0', name: `${this.prefix}-shim`, type: 'knit', network: NETWORK, socket: path.join(this.scratch, 'cni.sock') });
-    const r = await spawnAsRuntime(SHIM, cniEnv(command, sb, CNI_BIN_DIR), config);
+    const r = await spawnAsRuntime(SHIM, cniEnv(command, sb, CNI_BIN_DIR), shimConfig(this.prefix, this.scratch));
     if (r.code !== 0) throw new Error(`knit-cni ${command} ${sb.id}: exit ${r.code}: ${(r.stdout || r.stderr).trim()}`);
   }
 
@@ -176,7 +189,7 @@ export function benchRunDir(ctx: { scratch: string; prefix: string }): string {
 
 /** A config with everything in the contender's scratch dir and one network: knit's bridge, or
  * the CNI contender's bridge + host-local as a chain (its cache in the scratch dir too). */
-function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): object {
+export function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): object {
   const net = ctx.network;
   const network = kind === 'cni'
     ? { name: NETWORK, mode: 'cni', cni: { conflist: { cniVersion: '1.0.0', name: `${ctx.prefix}-chain`, plugins: [bridgeHostLocal(ctx)] }, cacheDir: path.join(ctx.scratch, 'cni-cache') } }
@@ -199,16 +212,9 @@ function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKind): obj
  * the node flags `bin/knit` starts the daemon with (its shebang line), as a node runs it.
  * KNIT_BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the daemon's
  * node only, for profiling the daemon's side of a run (Node refuses --cpu-prof in NODE_OPTIONS). */
-function daemonCommand(configPath: string): { cmd: string; args: string[] } {
-  const nodeArgs = [...launcherNodeFlags(), ...(process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [])];
+export function daemonCommand(configPath: string, withLauncherFlags = true): { cmd: string; args: string[] } {
+  const nodeArgs = [...(withLauncherFlags ? launcherNodeFlags() : []), ...(process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [])];
   const cli = path.join(repoRoot, 'build', 'src', 'cli', 'main.js');
   if (existsSync(cli)) return { cmd: process.execPath, args: [...nodeArgs, cli, 'serve', '--config', configPath] };
   return { cmd: process.execPath, args: [...nodeArgs, path.join(repoRoot, 'build', 'bench', 'knit-daemon.js'), configPath] };
-}
-
-/** "#!/usr/bin/env -S node --max-semi-space-size=4" → ["--max-semi-space-size=4"]. */
-function launcherNodeFlags(): string[] {
-  const shebang = readFileSync(path.join(repoRoot, 'bin', 'knit'), 'utf8').split('\n', 1)[0];
-  const words = shebang.split(/\s+/);
-  return words.slice(words.indexOf('node') + 1);
 }

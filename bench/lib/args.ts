@@ -13,6 +13,12 @@ export interface BenchOptions {
   variantIterations: number;
   /** Sandboxes per burst in the full run's burst phase (0: no burst phase). */
   burst: number;
+  /** Attach/detach cycles per daemon contender in the soak phase: 3,000 in a full run unless
+   * given; a quick run has a soak only when given. 0: none. */
+  soakCycles?: number;
+  soakConcurrency: number;
+  /** Pods in the boot phase: 110 in a full run unless given; a quick run has one only when given. 0: none. */
+  bootPods?: number;
   outDir?: string;
   /** Sweep a previous run's leftovers by prefix and exit. */
   cleanup?: string;
@@ -26,13 +32,16 @@ export const USAGE = `usage: npm run bench -- [options]
   --full                 also churn, scale (10/100/1000 attached) and the VM runtimes
   --iterations N         measured rounds of the latency run (default 100)
   --warmup N             warm-up rounds, discarded (default 10)
-  --only a,b             contenders to run: knit, knit-c, knit-cni, knit-shim, cni, floor-c, floor-ip, grpc, grpc-c, grpc-addon, grpc-cni (default all)
+  --only a,b             contenders to run: knit, knit-c, knit-cni, knit-shim, knit-v8default, cni, floor-c, floor-ip, grpc, grpc-c, grpc-addon, grpc-cni (default all)
   --churn-seconds S      churn time per contender and concurrency (default 5)
   --churn-concurrency L  concurrency levels tried in churn (default 1,4)
   --scale L              scale levels (default 10,100,1000)
   --scale-samples N      attaches measured per contender at each scale level (default 20)
   --variant-iterations N attaches per VM flavor (default 30)
   --burst N              sandboxes attached at once, then detached at once, in the full run (default 100; 0 skips)
+  --soak N               attach/detach cycles per daemon contender while its RSS is sampled (full run: default 3000, 0 skips; a quick run soaks only when given)
+  --soak-concurrency C   calls in flight during the soak (default 4)
+  --boot N               pods whose CNI ADDs come at once while knit's daemon starts, then through the bridge plugin (full run: default 110, 0 skips; a quick run only when given)
   --out DIR              results directory (default bench/results)
   --cleanup kbXXX        remove the netns and links a killed run left behind, then exit
   --report FILE.json     rewrite latest.json/md/svg from an earlier run's JSON, then exit
@@ -60,6 +69,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     scaleSamples: 20,
     variantIterations: 30,
     burst: 100,
+    soakConcurrency: 4,
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -76,6 +86,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
       case '--scale-samples': o.scaleSamples = int(flag, value(), 1); break;
       case '--variant-iterations': o.variantIterations = int(flag, value(), 1); break;
       case '--burst': o.burst = int(flag, value(), 0); break;
+      case '--soak': o.soakCycles = int(flag, value(), 0); break;
+      case '--soak-concurrency': o.soakConcurrency = int(flag, value(), 1); break;
+      case '--boot': o.bootPods = int(flag, value(), 0); break;
       case '--out': o.outDir = value(); break;
       case '--cleanup': o.cleanup = value(); break;
       case '--report': o.report = value(); break;

@@ -22,7 +22,7 @@ function areaOf(frame: CallFrame): string {
   if (functionName === '(garbage collector)') return 'V8: garbage collection';
   if (functionName === '(program)') return 'V8 and native code (program)';
   if (!url) return `native: ${functionName || '(anonymous)'}`;
-  for (const pkg of ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'zod', 'pino', 'prom-client']) {
+  for (const pkg of ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'zod', 'pino', 'yaml']) {
     if (url.includes(`/node_modules/${pkg}/`)) return pkg;
   }
   const own = /\/build\/(src|runtimes|bench)\/([^/]+)/.exec(url);

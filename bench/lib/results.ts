@@ -9,6 +9,22 @@ export interface ContenderInfo {
   skipped?: string;
   /** Phases it left early after repeated failures: "churn: dropped after 5 failed calls; last: ...". */
   dropped?: string[];
+  /** Its daemon's resident memory (KiB, /proc VmRSS), for contenders that run one: right after
+   * setup and its probe attach, and after the latency run. */
+  rssKiB?: { idle?: number; afterLatency?: number };
+}
+
+/** Resident memory of one contender's daemon over attach/detach cycles (the soak phase). */
+export interface SoakResult {
+  contender: string;
+  concurrency: number;
+  /** Cycles done at each sample (the first is 0, before any cycle). */
+  cycles: number[];
+  /** VmRSS and its anonymous part (heap, malloc) at each sample, KiB. */
+  rssKiB: number[];
+  rssAnonKiB: number[];
+  seconds: number;
+  errors: string[];
 }
 
 export interface LatencySamples {
@@ -83,4 +99,24 @@ export interface BenchResults {
   scale?: { levels: number[]; points: ScalePoint[] };
   variants?: VariantResult[];
   burst?: BurstResult[];
+  soak?: SoakResult[];
+  boot?: BootResult[];
+}
+
+/** A node's boot (the boot phase): `pods` CNI ADDs at once, for knit-cni with its daemon
+ * started at the same moment, and for the bridge plugin. */
+export interface BootResult {
+  contender: string;
+  pods: number;
+  /** From the start until every pod had its network. */
+  wallMs: number;
+  /** Each successful ADD exec, alone (ms). */
+  addMs: number[];
+  /** Each pod from the start until its ADD succeeded, retries included (ms). */
+  podMs: number[];
+  /** ADDs answered "try again later" (CNI code 11) before the daemon was ready, then retried. */
+  retries: number;
+  /** knit only: from the start until the daemon's CNI socket took a call. */
+  daemonReadyMs?: number;
+  errors: string[];
 }

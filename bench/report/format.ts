@@ -34,6 +34,7 @@ export const COLORS: Record<string, string> = {
   'grpc-c': '#a0a0a0',
   'grpc-addon': '#16a085',
   'grpc-cni': '#2c3e50',
+  'knit-v8default': '#e84393',
 };
 
 export function color(name: string): string {

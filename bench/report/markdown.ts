@@ -1,6 +1,6 @@
 // bench/results/latest.md: the tables a reader compares (p50/p90/p99 and ratios vs CNI and
 // vs the kernel floor), then churn, scale and the VM runtimes when the run had them.
-import type { BenchResults, ChurnResult } from '../lib/results.js';
+import type { BenchResults, ChurnResult, SoakResult } from '../lib/results.js';
 import { summarize } from '../lib/stats.js';
 import { floorName, labelOf, ms, ratio } from './format.js';
 
@@ -128,6 +128,57 @@ function burstSection(r: BenchResults): string {
   ].join('\n');
 }
 
+const mib = (kib: number | undefined) => (kib === undefined ? '–' : (kib / 1024).toFixed(1));
+
+/** The last third of a soak: its mean and its slope (least squares, MiB per 1,000 cycles). */
+export function soakTail(s: SoakResult): { mean: number; slope: number; max: number } {
+  const from = Math.floor((s.cycles.length * 2) / 3);
+  const xs = s.cycles.slice(from);
+  const ys = s.rssKiB.slice(from).map((k) => k / 1024);
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0);
+  const slope = sxx ? (xs.reduce((a, x, i) => a + (x - mx) * (ys[i]! - my), 0) / sxx) * 1000 : 0;
+  return { mean: my, slope, max: Math.max(...s.rssKiB) / 1024 };
+}
+
+function bootSection(r: BenchResults): string {
+  const rows = r.boot!.map((b) => {
+    const add = summarize(b.addMs.length ? b.addMs : [NaN]);
+    const pod = summarize(b.podMs.length ? b.podMs : [NaN]);
+    return [labelOf(r, b.contender), String(b.pods), ms(b.wallMs), b.daemonReadyMs === undefined ? '–' : ms(b.daemonReadyMs), String(b.retries), ms(add.p50), ms(add.p99), ms(pod.p50), ms(pod.p99), String(b.errors.length)];
+  });
+  const wall = (name: string) => r.boot!.find((b) => b.contender === name)?.wallMs;
+  return [
+    '## Boot (ms)',
+    '',
+    `${r.boot![0]?.pods ?? 0} pods' CNI ADDs at once: through knit-cni with knit's daemon started at the same moment (ADDs before it is ready answer "try again later", code 11, and are retried every 100 ms as a runtime retries), and through the bridge plugin. Wall = until every pod had its network (knit ÷ bridge ${ratio(wall('knit-cni'), wall('cni'))}); "per ADD" is each successful exec alone, "per pod" from the start with its retries.`,
+    '',
+    table(['contender', 'pods', 'wall', 'daemon ready', 'retried ADDs', 'per ADD p50', 'p99', 'per pod p50', 'p99', 'failed'], rows),
+  ].join('\n');
+}
+
+function memorySection(r: BenchResults): string {
+  const daemons = r.contenders.filter((c) => c.rssKiB);
+  const scaleRss = (name: string) => (r.scale?.points ?? []).filter((p) => p.contender === name && p.rssKiB).map((p) => `${p.level}: ${mib(p.rssKiB)}`).join(', ') || '–';
+  const rows = daemons.map((c) => {
+    const s = r.soak?.find((x) => x.contender === c.name);
+    const tail = s && s.cycles.length > 2 ? soakTail(s) : undefined;
+    return [
+      labelOf(r, c.name), mib(c.rssKiB?.idle), mib(c.rssKiB?.afterLatency), scaleRss(c.name),
+      s ? mib(s.rssKiB[0]) : '–', tail ? tail.max.toFixed(1) : '–', tail ? tail.mean.toFixed(1) : '–', tail ? `${tail.slope >= 0 ? '+' : ''}${tail.slope.toFixed(2)}` : '–',
+      s ? `${s.cycles[s.cycles.length - 1]} at ×${s.concurrency}` : '–',
+    ];
+  });
+  return [
+    '## Memory (daemon RSS, MiB)',
+    '',
+    'VmRSS of each contender\'s daemon process from /proc: idle (after setup and one probe attach), after the latency run, at each scale level, and over the soak\'s cycles (start, highest, mean and slope of the last third in MiB per 1,000 cycles). Chart: [latest-soak.svg](latest-soak.svg).',
+    '',
+    table(['contender', 'idle', 'after latency', 'scale (attached: RSS)', 'soak start', 'soak max', 'last third mean', 'slope', 'soak cycles'], rows),
+  ].join('\n');
+}
+
 export function renderMarkdown(r: BenchResults): string {
   const h = r.run.host;
   const parts = [
@@ -144,6 +195,8 @@ export function renderMarkdown(r: BenchResults): string {
     ...Object.entries(r.latency).flatMap(([name, s]) => s.errors.map((e) => `latency, ${labelOf(r, name)}: ${e}`)),
     ...(r.churn ?? []).flatMap((c) => c.errors.map((e) => `churn ×${c.concurrency}, ${labelOf(r, c.contender)}: ${e}`)),
     ...(r.scale?.points ?? []).flatMap((p) => p.errors.map((e) => `scale ${p.level}, ${labelOf(r, p.contender)}: ${e}`)),
+    ...(r.soak ?? []).flatMap((s) => s.errors.map((e) => `soak, ${labelOf(r, s.contender)}: ${e}`)),
+    ...(r.boot ?? []).flatMap((b) => b.errors.map((e) => `boot, ${labelOf(r, b.contender)}: ${e}`)),
   ];
   if (failures.length) {
     // first few, shortened: the JSON has them all
@@ -155,6 +208,8 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.scale?.points.length) parts.push('', scaleSection(r));
   if (r.variants?.length) parts.push('', variantsSection(r));
   if (r.burst?.length) parts.push('', burstSection(r));
+  if (r.boot?.length) parts.push('', bootSection(r));
+  if (r.contenders.some((c) => c.rssKiB)) parts.push('', memorySection(r));
   parts.push('', 'Chart: [latest.svg](latest.svg). Raw samples: the run\'s JSON next to this file.', '');
   return parts.join('\n');
 }

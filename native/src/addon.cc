@@ -12,6 +12,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   knit::InitMonitorBindings(env, exports);
   knit::InitDescribeBindings(env, exports);
   knit::InitSpawnBindings(env, exports);
+  knit::InitPacketTapsBindings(env, exports);
   knit::Handle::Init(env, exports);
   return exports;
 }

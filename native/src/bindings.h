@@ -10,5 +10,6 @@ void InitPeercredBindings(Napi::Env env, Napi::Object exports);  // peercred.cc
 void InitMonitorBindings(Napi::Env env, Napi::Object exports);   // monitor_js.cc
 void InitDescribeBindings(Napi::Env env, Napi::Object exports);  // nl/describe_js.cc
 void InitSpawnBindings(Napi::Env env, Napi::Object exports);     // child_exec_js.cc
+void InitPacketTapsBindings(Napi::Env env, Napi::Object exports);  // packet_taps_js.cc
 
 }  // namespace knit

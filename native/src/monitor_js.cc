@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "js_reader.h"
 #include "monitor.h"
 #include "nsfd_args.h"
 #include "bindings.h"
@@ -131,63 +132,43 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
       MakeOpError(env, err).ThrowAsJavaScriptException();
       return;
     }
-    tsfn_ = Napi::ThreadSafeFunction::New(env, info[2].As<Napi::Function>(), "knit:monitor", 0, 1);
-    Napi::ThreadSafeFunction tsfn = tsfn_;
+    Napi::ThreadSafeFunction tsfn = reader_.Begin(env, info[2].As<Napi::Function>(), "knit:monitor");
     monitor_->Start([tsfn](std::vector<RtEvent>&& events) mutable {
       auto* batch = new std::vector<RtEvent>(std::move(events));
       if (tsfn.NonBlockingCall(batch, DeliverBatch) != napi_ok) delete batch;
     });
-    // A worker thread's environment can go away without close(): stop the reader then.
-    cleanup_ = env.AddCleanupHook(std::function<void()>([this] {
-      hooked_ = false;  // node frees the hook after this call
-      Shutdown();
-    }));
-    hooked_ = true;
-    open_ = true;
+    reader_.Arm(env, [this] {
+      monitor_->Stop();
+      monitor_.reset();
+    });
   }
 
-  ~MonitorWrap() override { Shutdown(); }
+  ~MonitorWrap() override { reader_.End(Env()); }
 
  private:
-  // Joins the reader first, so no call can be queued after the release.
-  void Shutdown() {
-    if (hooked_) {
-      hooked_ = false;
-      cleanup_.Remove(Env());
-    }
-    if (!open_) return;
-    open_ = false;
-    monitor_->Stop();
-    monitor_.reset();
-    tsfn_.Release();
-  }
-
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    Shutdown();
+    reader_.End(info.Env());
     return info.Env().Undefined();
   }
   Napi::Value Ref(const Napi::CallbackInfo& info) {
-    if (open_) tsfn_.Ref(info.Env());
+    reader_.Ref(info.Env());
     return info.Env().Undefined();
   }
   Napi::Value Unref(const Napi::CallbackInfo& info) {
-    if (open_) tsfn_.Unref(info.Env());
+    reader_.Unref(info.Env());
     return info.Env().Undefined();
   }
   Napi::Value Pause(const Napi::CallbackInfo& info) {
-    if (open_) monitor_->Pause();
+    if (reader_.open()) monitor_->Pause();
     return info.Env().Undefined();
   }
   Napi::Value Resume(const Napi::CallbackInfo& info) {
-    if (open_) monitor_->Resume();
+    if (reader_.open()) monitor_->Resume();
     return info.Env().Undefined();
   }
 
   std::unique_ptr<RtMonitor> monitor_;
-  Napi::ThreadSafeFunction tsfn_;
-  Napi::Env::CleanupHook<std::function<void()>> cleanup_;
-  bool hooked_ = false;
-  bool open_ = false;
+  JsReader reader_;
 };
 
 }  // namespace

@@ -7,9 +7,14 @@ import { planTcFilter } from './tcfilter.js';
 import { planMacvtap } from './macvtap.js';
 import { planHostTap } from './host-tap.js';
 import { danVfioDevice } from './dan.js';
+import { pickMacvtapIndex } from './macvtap-index.js';
 
 export const kataStrategy: Strategy = {
   runtime: 'kata',
+  // A macvtap's ifindex names its /dev/tap<ifindex> host-wide: picked where nothing holds it.
+  async prepare(input, ctx) {
+    return kataOptions(input).mode === 'macvtap' ? pickMacvtapIndex(input, ctx) : undefined;
+  },
   vfio: { delivery: 'dan', entry: (pciAddress, guest) => ({ dan: danVfioDevice(pciAddress, guest) }) },
   planInterface(input) {
     const opts = kataOptions(input);

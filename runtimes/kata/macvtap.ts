@@ -2,15 +2,15 @@
 // with the veth's MTU and the MAC the network knows; the veth itself takes another MAC and no
 // addresses, so it never answers ARP for the guest's IP. Kata gets there by moving a CNI
 // veth's MAC and IPs away and restoring them on detach; knit makes the veth that way from the
-// start, so detach is only deletion. Kata also forces the macvtap's ifindex to ≥ 8192 to dodge
-// an old kernel bug with /dev/tap<ifindex> nodes; the op vocabulary has no ifindex, and the
-// launcher learns the real one from the device.
+// start, so detach is only deletion. The macvtap's ifindex is picked by prepare
+// (macvtap-index.ts), so its /dev/tap<ifindex> is its own.
 import { retireLink } from '../../src/net/retire.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
 import { guestMac, lowerMac, planGuestVeth } from '../common/guest-veth.js';
 import { tapHandoff } from '../common/tap-handoff.js';
 import { kataTapName } from './names.js';
+import { isPreparedMacvtap } from './macvtap-index.js';
 import type { KataOptions } from './options.js';
 
 export function planMacvtap(input: InterfaceInput, opts: KataOptions): InterfacePlan {
@@ -27,6 +27,7 @@ export function planMacvtap(input: InterfaceInput, opts: KataOptions): Interface
       do: {
         op: 'link.add' as const, kind: 'macvtap' as const, name, parent: pod.veth.podName, mode: 'bridge' as const,
         mac, mtu, alias: aliasTag(input.sandboxId, input.iface.name), up: true,
+        ...(isPreparedMacvtap(input.prepared) && { index: input.prepared.macvtapIndex }),
       },
       undo: { op: 'link.del' as const, link: name },
       // Detach only parks it: it dies with its lower veth, which the reaper deletes from the host.

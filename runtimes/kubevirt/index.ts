@@ -9,12 +9,18 @@ import { planMasquerade } from './masquerade.js';
 import { planBridgeBinding } from './bridge.js';
 import { kubevirtTapName } from './names.js';
 import { libvirtHostdevXml } from './libvirt.js';
+import { planOnPodInterface, preparePodInterface } from './pod-interface.js';
 
 export const kubevirtStrategy: Strategy = {
   runtime: 'kubevirt',
   vfio: { delivery: 'agent', entry: (pciAddress, guest) => ({ libvirt: { hostdev: libvirtHostdevXml(pciAddress, guest.name) } }) },
+  async prepare(input, ctx) {
+    const { logicNetwork } = kubevirtOptions(input);
+    return logicNetwork ? preparePodInterface(input, ctx, logicNetwork) : undefined;
+  },
   planInterface(input) {
     const opts = kubevirtOptions(input);
+    if (opts.logicNetwork) return planOnPodInterface(input, opts);
     // Two interfaces must not derive the same tap name (eth1 and a short name at index 1).
     const tap = kubevirtTapName(input.iface.name, opts.index);
     const clash = input.request.interfaces.findIndex((x, i) => i !== opts.index && kubevirtTapName(x.name, i) === tap);

@@ -25,6 +25,9 @@ export interface KubevirtOptions {
   group: number;
   /** masquerade: forward only these ports to the guest; empty = forward everything. */
   ports: PortSpec[];
+  /** tap: the VMI network whose pod interface another CNI made (KubeVirt's cni-arg
+   * logicNetworkName); knit then adds only the tap on it (pod-interface.ts). */
+  logicNetwork?: string;
   reader: BindingReader;
 }
 
@@ -32,10 +35,14 @@ const MAX_ID = 0xfffffffe; // (uid_t)-1 means "unset" to the kernel
 
 export function kubevirtOptions(input: InterfaceInput): KubevirtOptions {
   const index = interfaceIndex(input);
-  const reader = new BindingReader(index, input.iface, ['binding', 'queues', 'owner', 'group', 'ports'], 'kubevirt');
+  const reader = new BindingReader(index, input.iface, ['binding', 'queues', 'owner', 'group', 'ports', 'logicNetwork'], 'kubevirt');
   const binding = reader.oneOf('binding', KUBEVIRT_BINDINGS, 'masquerade');
   if (binding !== 'masquerade' && reader.options.ports !== undefined) {
     throw reader.invalid('ports', 'only applies to binding masquerade');
+  }
+  const logicNetwork = reader.options.logicNetwork;
+  if (logicNetwork !== undefined && (binding !== 'tap' || !logicNetwork)) {
+    throw reader.invalid('logicNetwork', binding !== 'tap' ? 'only applies to binding tap' : 'must name the VMI network');
   }
   return {
     index,
@@ -44,6 +51,7 @@ export function kubevirtOptions(input: InterfaceInput): KubevirtOptions {
     owner: reader.int('owner', 0, MAX_ID, LAUNCHER_UID),
     group: reader.int('group', 0, MAX_ID, LAUNCHER_UID),
     ports: parsePorts(reader),
+    ...(logicNetwork ? { logicNetwork } : {}),
     reader,
   };
 }

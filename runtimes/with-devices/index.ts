@@ -33,7 +33,8 @@ export function withDevices(inner: Strategy): Strategy {
   };
 }
 
-export { prepareDevice } from './prepare.js';
+export { prepareDevice, captureNetdev, capturePfSide, checkVfioViable } from './prepare.js';
+export { pfSideSteps } from './pf-side.js';
 export { planNetdev, HOST_NETNS } from './netdev.js';
-export { planVfio } from './vfio.js';
+export { planVfio, vfioSteps } from './vfio.js';
 export type { PreparedDevice } from './prepared-device.js';

@@ -56,7 +56,7 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
 }
 
 /** The netdev's original name, MAC, MTU and up state; refuses one the host itself uses. */
-async function captureNetdev(ctx: PrepareContext, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
+export async function captureNetdev(ctx: Pick<PrepareContext, 'runOps'>, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
   const sysfsNetdev = dev.netdevs[0];
   if (!sysfsNetdev) return;
   const link = await findLinkIn(ctx.runOps, undefined, sysfsNetdev.name);
@@ -105,6 +105,11 @@ async function checkVfioMode(input: InterfaceInput, sysfs: Sysfs, dev: PciNetDev
   if (input.iface.mac !== undefined) {
     throw KnitError.invalid(`interfaces[${prepared.index}].mac`, 'a VM owns a vfio device, so knit cannot set its MAC there: set it on the PF with device.parameters.mac');
   }
+  await checkVfioViable(sysfs, dev, prepared, field);
+}
+
+/** The device can go to vfio-pci: it has an IOMMU group, the group is viable, the driver is loaded. */
+export async function checkVfioViable(sysfs: Sysfs, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
   if (dev.iommuGroup === undefined) {
     // Without an IOMMU the group appears only when vfio-pci binds (noiommu mode), too late
     // for the plan's answer to name /dev/vfio/<group>.
@@ -122,7 +127,7 @@ async function checkVfioMode(input: InterfaceInput, sysfs: Sysfs, dev: PciNetDev
 }
 
 /** The PF's current settings for this VF: what the inverse of the PF-side step writes back. */
-async function capturePfSide(ctx: PrepareContext, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
+export async function capturePfSide(ctx: Pick<PrepareContext, 'runOps'>, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
   if (!dev.vf) {
     throw precondition(`${field}.parameters`, `PF-side settings (mac, vlan, qos, spoofchk, trust, rates, linkState) need an SR-IOV VF; ${dev.pciAddress} is ${dev.kind === 'pf' ? 'a PF' : 'a NIC without SR-IOV'}`);
   }

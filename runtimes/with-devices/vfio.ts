@@ -23,17 +23,22 @@ import { claimStep } from './netdev.js';
 import { pfSideSteps } from './pf-side.js';
 import type { PreparedDevice } from './prepared-device.js';
 
-export function planVfio(input: InterfaceInput, d: PreparedDevice, vm: VfioGuest | undefined): InterfacePlan {
-  const p = d.ref.parameters;
+/** The PF side, the netdev's claim (its inverse gives it back after the rebind) and the bind. */
+export function vfioSteps(d: PreparedDevice): Step[] {
   const root = d.sysfsRoot === '/sys' ? {} : { sysfsRoot: d.sysfsRoot };
   const driver = d.driver ? { originalDriver: d.driver } : {};
   const bind: VfioBindAction = { op: 'vfio.bind', pciAddress: d.pciAddress, iommuGroup: d.iommuGroup!, ...driver, ...root };
   const restore: VfioRestoreAction = { op: 'vfio.restore', pciAddress: d.pciAddress, ...driver, ...root };
-  const steps: Step[] = [
+  return [
     ...pfSideSteps(d),
     ...(d.netdev ? [claimStep(d)] : []),
     { description: `bind ${d.pciAddress} to vfio-pci (IOMMU group ${d.iommuGroup})`, do: bind, undo: restore },
   ];
+}
+
+export function planVfio(input: InterfaceInput, d: PreparedDevice, vm: VfioGuest | undefined): InterfacePlan {
+  const p = d.ref.parameters;
+  const steps = vfioSteps(d);
 
   // The L3 a netdev would get, handed to the guest instead of configured anywhere by knit.
   const name = input.iface.name;

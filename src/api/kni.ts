@@ -11,7 +11,9 @@
 //                                       for a pod knit does not hold, as the POC answers
 //   CreateNetwork / DeleteNetwork    -> createNetns / deleteNetns (core decides what it owns);
 //                                       DeleteNetwork first detaches the sandbox it names (a
-//                                       runtime that owns the netns may never call Detach)
+//                                       runtime that owns the netns may never call Detach),
+//                                       once it has found nothing to refuse
+// Errors name the KNI field the caller sent (asKniError), never the knit.v1 one it became.
 // Pod IPs are bare addresses ("10.0.0.2"), as the POC server prints them: its kubelet parses
 // each entry as an IP and its containerd copies it into the CRI pod IP.
 //   SetupNodeNetwork                 -> nothing to do
@@ -19,7 +21,7 @@
 // Requests may name the pod by (name, namespace) instead of id where the POC allowed it.
 import type * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KnitError, quote, renameField } from '../base/errors.js';
 import { isRuntimeKind, runtimeWireName } from '../base/runtime-kinds.js';
@@ -67,6 +69,7 @@ type KniAttach = KniPodRef & {
   extradata: Record<string, string>;
 };
 type KniDetach = KniPodRef & { isolation: Isolation | null; extradata: Record<string, string> };
+type DeleteNetworkReq = KniPodRef & { netns_path: string; extradata: Record<string, string> };
 
 /** knit.v1 field paths -> the KNI fields they were built from, for error messages. */
 function kniFieldNamer(netnsFrom: string) {
@@ -80,6 +83,20 @@ function kniFieldNamer(netnsFrom: string) {
       .replace(/^dns\.nameservers/, 'dns_config.servers')
       .replace(/^dns\.search/, 'dns_config.searches')
       .replace(/^dns\.options/, 'dns_config.options');
+}
+
+/** The fields of the KNI requests, as error paths start: what a KNI error may name. */
+const KNI_FIELD = /^(\(request\)|id|name|namespace|uid|netns_path|netns_path_prefix|isolation\.path|dns_config\.|port_mappings|labels|annotations|extradata)(?![A-Za-z_])/;
+
+/** A core error said to a KNI caller: about the KNI field the knit.v1 one was built from, or,
+ * where the caller sent none (the network whose pool ran dry: KNI names no network), about no
+ * field; the message says what it is about. */
+function asKniError(err: unknown, netnsFrom: string): unknown {
+  if (!(err instanceof KnitError)) return err;
+  const renamed = renameField(err, kniFieldNamer(netnsFrom));
+  const field = renamed.details.field;
+  if (!field || KNI_FIELD.test(field)) return renamed;
+  return new KnitError(renamed.code, renamed.message, { ...renamed.details, field: undefined });
 }
 
 function netnsOf(req: { isolation: Isolation | null; extradata: Record<string, string> }): { path: string; field: string } {
@@ -181,9 +198,14 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
     const knitReq = toKnitAttach(req);
     // Core's errors name knit.v1 fields (netns_path): say them as the KNI field the caller sent.
     const result = await service.attach(knitReq).catch((err) => {
-      throw err instanceof KnitError ? renameField(err, kniFieldNamer(netnsOf(req).field)) : err;
+      throw asKniError(err, netnsOf(req).field);
     });
-    await opts.claimNetns?.(result.netnsPath, result.sandboxId);
+    // The sandbox is attached by now: a failure to note the pin's owner must not turn that into
+    // an error answer. Without the note, DeleteNetwork{id} after DetachInterface falls back to
+    // the name CreateNetwork gave the netns; say so in the log.
+    await opts.claimNetns?.(result.netnsPath, result.sandboxId).catch((err: Error) =>
+      log.warn({ rpc: 'kni.AttachInterface', sandboxId: result.sandboxId, netns: result.netnsPath, err }, `cannot note the sandbox in knit's pinned netns: ${err.message}`),
+    );
     return { ipconfigs: kniIpconfigs(result), extradata: { netns: result.netnsPath, sandbox_id: result.sandboxId } };
   });
 
@@ -204,30 +226,49 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
       const problem = rules.netnsPathProblem(netns.path);
       if (problem) throw KnitError.invalid(netns.field, problem);
     }
-    await detachQuietly(id, netns.path || undefined);
+    // Core's guard names netns_path: say it as the field this caller sent the path in.
+    await detachQuietly(id, netns.path || undefined).catch((err) => {
+      throw asKniError(err, netns.field);
+    });
     return {};
   });
 
-  /** Detaches the sandbox a DeleteNetwork names (by id, by name, or living in netns_path);
-   * answers the netns paths those sandboxes were in. */
-  async function detachSandboxesOf(req: { id: string; name: string; namespace: string; netns_path: string }): Promise<string[]> {
+  /** The sandboxes a DeleteNetwork names (by id, by name, or living in netns_path), each with
+   * the netns path it was attached in. Reads only: nothing is detached here. */
+  async function sandboxesOf(req: DeleteNetworkReq, id: string | undefined): Promise<Map<string, string>> {
     const ids = new Set<string>();
-    if (req.id) ids.add(validateSandboxId(req.id, 'id'));
+    if (id) ids.add(id);
     else if (req.name) {
-      const id = await sandboxIdOf(req);
-      if (id) ids.add(id);
+      const named = await sandboxIdOf(req);
+      if (named) ids.add(named);
     }
     if (req.netns_path) {
       for (const r of await service.list()) if (r.request.netnsPath === req.netns_path) ids.add(r.request.sandboxId);
     }
-    const paths: string[] = [];
-    for (const id of ids) {
-      const netns = await recordedNetns(id);
-      if (netns === undefined) continue;
-      await detachQuietly(id);
-      paths.push(netns);
+    const found = new Map<string, string>();
+    for (const each of ids) {
+      const netns = await recordedNetns(each);
+      if (netns !== undefined) found.set(each, netns);
     }
-    return paths;
+    return found;
+  }
+
+  /** The netns a DeleteNetwork deletes, and the request field it came from (errors name that
+   * field). As libkni: netns_path; else the netns recorded for the sandbox `id`; else the one
+   * CreateNetwork named after (namespace, name); else the bare id (deleteNetns then decides
+   * from what it remembers creating); else extradata["netns"]. */
+  function deleteTarget(req: DeleteNetworkReq, id: string | undefined, recorded: string | undefined): { target: string; field: string } {
+    const checkedPath = (field: string, value: string) => {
+      const problem = rules.netnsPathProblem(value);
+      if (problem) throw KnitError.invalid(field, problem);
+      return { target: value, field };
+    };
+    if (req.netns_path) return checkedPath('netns_path', req.netns_path);
+    if (id && recorded) return { target: recorded, field: 'id' };
+    if (req.name) return { target: `${opts.defaultNetnsDir}/${netnsFileName(req)}`, field: 'name' };
+    if (id) return { target: id, field: 'id' };
+    if (req.extradata?.netns) return checkedPath('extradata["netns"]', req.extradata.netns);
+    throw KnitError.invalid('id', 'is required (or netns_path, or name and namespace)');
   }
 
   return {
@@ -273,39 +314,32 @@ export function kniHandlers(opts: KniOptions): grpc.UntypedServiceImplementation
       },
     ),
 
-    DeleteNetwork: call(
-      'DeleteNetwork',
-      async (req: { id: string; name: string; namespace: string; netns_path: string; extradata: Record<string, string> }) => {
-        if (!opts.deleteNetns) {
-          throw new KnitError('FAILED_PRECONDITION', 'DeleteNetwork: this knit daemon was started without network namespace creation');
-        }
-        // The sandbox on that network goes first: its devices, addresses and record.
-        const detached = await detachSandboxesOf(req);
-        let target: string;
-        if (req.netns_path) {
-          const problem = rules.netnsPathProblem(req.netns_path);
-          if (problem) throw KnitError.invalid('netns_path', problem);
-          target = req.netns_path;
-          // A netns the runtime made is the runtime's to delete: the network in it is gone.
-          if (detached.includes(target) && !(await opts.isPinned?.(target))) return {};
-        } else if (req.id) {
-          // As libkni: the netns recorded for the sandbox; the bare id when no record is left
-          // (deleteNetns then decides from what it remembers creating).
-          const id = validateSandboxId(req.id, 'id');
-          target = detached[0] ?? (await recordedNetns(id)) ?? (req.name ? `${opts.defaultNetnsDir}/${netnsFileName(req)}` : id);
-        } else if (req.name) {
-          target = `${opts.defaultNetnsDir}/${netnsFileName(req)}`;
-        } else if (req.extradata?.netns) {
-          const problem = rules.netnsPathProblem(req.extradata.netns);
-          if (problem) throw KnitError.invalid('extradata["netns"]', problem);
-          target = req.extradata.netns;
-        } else {
-          throw KnitError.invalid('id', 'is required (or netns_path, or name and namespace)');
-        }
-        await opts.deleteNetns(target);
-        return {};
-      },
-    ),
+    DeleteNetwork: call('DeleteNetwork', async (req: DeleteNetworkReq) => {
+      if (!opts.deleteNetns) {
+        throw new KnitError('FAILED_PRECONDITION', 'DeleteNetwork: this knit daemon was started without network namespace creation');
+      }
+      // Every refusal comes before the first change: the request is read in full and the netns
+      // judged, then the sandboxes on it are detached, then the netns goes.
+      const id = req.id ? validateSandboxId(req.id, 'id') : undefined;
+      const sandboxes = await sandboxesOf(req, id);
+      const { target, field } = deleteTarget(req, id, id ? sandboxes.get(id) : undefined);
+      const named = (err: unknown) => {
+        throw err instanceof KnitError ? renameField(err, (f) => (f === 'netns_path' ? field : f)) : err;
+      };
+      // A netns the runtime made is the runtime's to delete: once the network in it is gone
+      // (its sandboxes detached), the answer is OK. One knit did not pin and no sandbox named
+      // here lives in is refused now, before anything is detached.
+      const runtimes = opts.isPinned !== undefined && target.startsWith('/') && !(await opts.isPinned(target));
+      const ownedByRuntime = runtimes && [...sandboxes.values()].includes(target);
+      if (runtimes && !ownedByRuntime && existsSync(target)) {
+        throw new KnitError('FAILED_PRECONDITION', `${field}: knit did not create ${quote(target)}; it deletes only the namespaces its CreateNetwork pinned; nothing was detached`, { field });
+      }
+      // The sandboxes on that network go first: their devices, addresses and records.
+      for (const each of sandboxes.keys()) await detachQuietly(each);
+      if (ownedByRuntime) return {};
+      await opts.deleteNetns(target).catch(named);
+      return {};
+    }),
 
     SetupNodeNetwork: call('SetupNodeNetwork', async () => ({})),
 

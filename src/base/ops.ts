@@ -55,6 +55,9 @@ export type LinkAddOp =
       kind: 'macvlan' | 'macvtap';
       parent: LinkRef;
       mode?: 'private' | 'vepa' | 'bridge' | 'passthru' | 'source';
+      /** The ifindex to create it with (the kernel's pick when absent; EBUSY when the netns has
+       * it). A macvtap's /dev/tap<ifindex> is named after it, host-wide. */
+      index?: number;
     })
   | (LinkCommon & {
       op: 'link.add';

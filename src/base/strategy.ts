@@ -93,6 +93,9 @@ export interface PrepareContext {
    * waiting: undefined when taken, else the sandbox whose attach holds it (this one: the
    * request names the key twice). */
   lock(key: string): string | undefined;
+  /** Whether a file exists on the node (a device node such as /dev/tap<ifindex>). Absent:
+   * nothing can be said, and a strategy plans without the answer. */
+  pathExists?(path: string): boolean;
 }
 
 /** How a VM runtime takes a PCI function knit bound to vfio-pci (device mode "vfio"). */

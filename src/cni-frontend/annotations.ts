@@ -14,6 +14,9 @@ export const RUNTIME_ANNOTATION = 'knit.dev/runtime';
 /** Pod annotation: the interface binding as a JSON object of strings, e.g. {"mode":"tcfilter"}. */
 export const BINDING_ANNOTATION = 'knit.dev/binding';
 const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
+/** KubeVirt adds a binding plugin's NetworkAttachmentDefinition to the pod after the network's
+ * own, with this cni-arg (Multus passes it as args.cni): the VMI network the binding serves. */
+const LOGIC_NETWORK_ARG = 'logicNetworkName';
 
 export interface PodSettings {
   runtime: string;
@@ -52,6 +55,16 @@ function field(o: Record<string, unknown>, key: string): unknown {
   return k === undefined ? undefined : o[k];
 }
 
+function logicNetworkOf(conf: PluginConfig): string | undefined {
+  const args = conf.args;
+  if (args === undefined) return undefined;
+  const cni = isObject(args) ? args.cni : undefined;
+  const name = isObject(cni) ? cni[LOGIC_NETWORK_ARG] : undefined;
+  if (name === undefined) return undefined;
+  if (typeof name !== 'string' || !name) throw new CniError(CniCode.invalidConfig, `args.cni.${LOGIC_NETWORK_ARG}: must be the VMI network's name`);
+  return name;
+}
+
 export function podSettings(conf: PluginConfig): PodSettings {
   const rc = conf.runtimeConfig ?? {};
   if (!isObject(rc)) throw new CniError(CniCode.invalidConfig, 'runtimeConfig: must be an object');
@@ -62,7 +75,8 @@ export function podSettings(conf: PluginConfig): PodSettings {
   const bandwidth = bw && Object.keys(bw).length
     ? { ingress_rate: num(field(bw, 'ingressRate')), ingress_burst: num(field(bw, 'ingressBurst')), egress_rate: num(field(bw, 'egressRate')), egress_burst: num(field(bw, 'egressBurst')) }
     : null;
-  let binding = stringMap(conf.binding, 'binding');
+  const configured = stringMap(conf.binding, 'binding');
+  let binding = configured;
   const bindingText = annotations[BINDING_ANNOTATION];
   if (bindingText !== undefined) {
     let parsed: unknown;
@@ -73,7 +87,14 @@ export function podSettings(conf: PluginConfig): PodSettings {
     }
     binding = stringMap(parsed, `annotation ${BINDING_ANNOTATION}`);
   }
-  const runtime = annotations[RUNTIME_ANNOTATION] ?? (typeof conf.runtime === 'string' ? conf.runtime : DEFAULT_RUNTIME);
+  const logicNetwork = logicNetworkOf(conf);
+  if (logicNetwork !== undefined) {
+    // knit is KubeVirt's binding CNI here: the tap on the pod interface the network's CNI made.
+    // The pod's annotation describes its knit interfaces; of it only the queue count (the VMI's
+    // multi-queue setting) applies to the binding's tap.
+    binding = { ...configured, ...(binding.queues !== undefined ? { queues: binding.queues } : {}), binding: 'tap', logicNetwork };
+  }
+  const runtime = logicNetwork !== undefined ? 'kubevirt' : annotations[RUNTIME_ANNOTATION] ?? (typeof conf.runtime === 'string' ? conf.runtime : DEFAULT_RUNTIME);
   if (!isRuntimeKind(runtime)) {
     throw new CniError(CniCode.invalidConfig, `annotation ${RUNTIME_ANNOTATION}: ${JSON.stringify(runtime.slice(0, 40))} is not one of ${RUNTIME_CHOICES}`);
   }

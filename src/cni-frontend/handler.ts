@@ -9,6 +9,7 @@ import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResu
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
 import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
 import { guestName } from '../base/handoff.js';
+import { draInterfaceNames } from '../dra/labels.js';
 
 export interface CniAnswer {
   exitCode: number;
@@ -135,10 +136,13 @@ export class CniFrontend {
         { rename: cniField },
       );
       result = await this.service.attach(attach);
-    } else if (existing.result && hasInterface(existing.result, req.ifname)) {
+    } else if (existing.result && (hasInterface(existing.result, req.ifname) || existing.request.interfaces.some((i) => i.name === req.ifname))) {
       // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
       // fresh hand-off tokens as an Attach answer has.
-      result = only(this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result, req.ifname);
+      const full = this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result;
+      // The first ADD answered with the pod's DRA devices too (they came with its interface).
+      const withDevices = draInterfaceNames(existing.request.labels).size > 0 && existing.request.interfaces[0]?.name === req.ifname;
+      result = withDevices ? full : only(full, req.ifname);
     } else {
       if (pod.portMappings.length) throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: only the first interface of a sandbox (${req.containerId.slice(0, 40)}) can map host ports`);
       const add = validateAddInterface({ sandbox_id: req.containerId, interface: iface }, { rename: cniField });
@@ -151,9 +155,12 @@ export class CniFrontend {
     if (!req.containerId) throw new CniError(CniCode.invalidEnv, 'CNI_CONTAINERID is required');
     const existing = this.service.lookup(req.containerId);
     if (!existing) return undefined; // Nothing of it here: DEL succeeds (CNI spec).
-    const named = existing.request.interfaces.filter((i) => i.name !== req.ifname);
+    // Interfaces knit added for the pod's DRA devices go with the sandbox, not one by one.
+    const dra = draInterfaceNames(existing.request.labels);
+    const cniInterfaces = existing.request.interfaces.filter((i) => !dra.has(i.name));
+    const named = cniInterfaces.filter((i) => i.name !== req.ifname);
     try {
-      if (named.length && named.length < existing.request.interfaces.length) await this.service.removeInterface(req.containerId, req.ifname);
+      if (named.length && named.length < cniInterfaces.length) await this.service.removeInterface(req.containerId, req.ifname);
       else if (!named.length || !req.ifname) await this.service.detach(req.containerId);
     } catch (err) {
       if (err instanceof KnitError && err.code === 'NOT_FOUND') return undefined;

@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
+import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
 import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
@@ -84,14 +84,19 @@ export interface KnitConfig {
   cluster?: ClusterSettings;
   defaultNetwork: string;
   networks: NetworkConfig[];
+  /** The DRA driver (schema.ts); absent: off. */
+  dra?: DraSettings;
 }
 
+export type DraSettings = RawDra;
+
 export function resolveConfig(raw: RawConfig): KnitConfig {
-  const { defaultNetwork, metricsAddress, networks, cluster, ...rest } = raw;
+  const { defaultNetwork, metricsAddress, networks, cluster, dra, ...rest } = raw;
   return {
     ...rest,
     ...(metricsAddress !== undefined && { metricsAddress }),
     ...(cluster && { cluster: resolveCluster(cluster) }),
+    ...(dra !== undefined && { dra }),
     defaultNetwork: defaultNetwork ?? networks[0].name,
     networks: networks.map(resolveNetwork),
   };

@@ -156,6 +156,31 @@ const clusterSchema = z.strictObject({
   serviceCIDRs: z.array(cidrText).default([]),
 });
 
+/** A DNS subdomain (RFC 1123), as DRA driver names and attribute domains must be. */
+const dnsSubdomain = checked((v) =>
+  v.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v) ? undefined : 'is not a DNS subdomain (lower-case labels of a-z, 0-9, "-", joined by ".", at most 63 characters)',
+);
+
+const draSchema = z.strictObject({
+  /** The DRA driver name: in ResourceSlices, claim results, DeviceClass selectors, and as the
+   * CDI vendor of the specs knit writes. Set it to "dra.net" to serve DeviceClasses written for dranet. */
+  driverName: dnsSubdomain.default('knit.dev'),
+  /** This node's name (its ResourceSlice pool). Default: $NODE_NAME, else the host name. */
+  nodeName: z.string().min(1).max(253).optional(),
+  /** Kubernetes API access: a kubeconfig file. Default: $KUBECONFIG, else in-cluster. */
+  kubeconfig: absolutePath.optional(),
+  /** The kubelet's plugin registry: knit's registration socket is <registryDir>/<driverName>-reg.sock. */
+  registryDir: absolutePath.default('/var/lib/kubelet/plugins_registry'),
+  /** The DRAPlugin service listens on <pluginsDir>/<driverName>/dra.sock. */
+  pluginsDir: absolutePath.default('/var/lib/kubelet/plugins'),
+  /** Where knit writes one CDI spec per prepared claim (knit.dev-<claim uid>.json), and nothing else. */
+  cdiDir: absolutePath.default('/var/run/cdi'),
+  /** Domain of the device attributes knit publishes; "dra.net" keeps dranet's selectors working. */
+  attributeDomain: dnsSubdomain.default('dra.net'),
+  /** Publish this node's devices as ResourceSlices (off: another component publishes them). */
+  publishSlices: z.boolean().default(true),
+});
+
 export const configSchema = z.strictObject({
   socket: absolutePath.default('/run/knit/knit.sock'),
   /** Sandbox records live here (tmpfs): they describe kernel state that a reboot erases. */
@@ -206,6 +231,9 @@ export const configSchema = z.strictObject({
       danDir: absolutePath.default('/run/kata-containers/dans'),
     })
     .prefault({}),
+  /** knit as a Kubernetes DRA driver for NICs (src/dra, README "Devices through DRA"): off
+   * unless this block is present, and then loaded only then (a node without it pays nothing). */
+  dra: draSchema.optional(),
   // prefault: the default goes through the schema, so its own defaults (mtu, routes...) apply.
   networks: z.array(networkSchema).min(1).prefault(() => [{ name: 'knit0', mode: 'bridge', bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });
@@ -215,3 +243,4 @@ export type RawNetwork = z.output<typeof networkSchema>;
 export type RawPool = z.output<typeof poolSchema>;
 export type RawCni = z.output<typeof cniSchema>;
 export type RawCluster = z.output<typeof clusterSchema>;
+export type RawDra = z.output<typeof draSchema>;

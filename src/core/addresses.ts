@@ -11,7 +11,11 @@ import { cidrContains, formatIp, tryParseCidr, tryParseIp } from '../ipam/index.
  * request names a network; otherwise its addresses are the request's own (runtimes/with-devices).
  * A CNI network's addresses come from its chain's IPAM plugin (static ones as the "ips"
  * capability), never from knit's pools. */
-const takesNoPoolAddresses = (iface: InterfaceRequest, net: NetworkSpec) => (iface.device !== undefined && !iface.network) || net.mode === 'cni';
+const takesNoPoolAddresses = (iface: InterfaceRequest, net: NetworkSpec) =>
+  (iface.device !== undefined && !iface.network) || net.mode === 'cni' || builtOnForeignPodInterface(iface);
+/** KubeVirt's binding CNI after the network's own (runtimes/kubevirt/pod-interface.ts): the
+ * pod interface and its addresses are that CNI's. */
+const builtOnForeignPodInterface = (iface: InterfaceRequest) => iface.binding?.logicNetwork !== undefined;
 
 export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: InterfaceRequest, i: number, net: NetworkSpec): InterfaceAllocation {
   const owner = ipamOwner(sandboxId, iface.name);

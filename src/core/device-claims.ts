@@ -11,6 +11,7 @@ export interface PrepareEnv {
   sysfsRoot: string;
   danDir?: string;
   records(): Iterable<SandboxRecord>;
+  pathExists?(path: string): boolean;
 }
 
 export class DeviceClaims {
@@ -24,6 +25,7 @@ export class DeviceClaims {
       runOps: env.runOps,
       sysfsRoot: env.sysfsRoot,
       ...(env.danDir !== undefined && { danDir: env.danDir }),
+      ...(env.pathExists && { pathExists: env.pathExists }),
       holderOf: (pciAddress) => {
         for (const r of env.records()) {
           if (r.sandboxId !== sandboxId && r.result.interfaces.some((i) => i.pciId === pciAddress)) return r.sandboxId;

@@ -15,7 +15,7 @@ import { NetnsIndex } from './netns-index.js';
 import { parksIn } from './reaper.js';
 import { GoneNetnsSweeper, runsLow } from './gone-netns.js';
 import { nodeStatus } from './node-status.js';
-import type { ManagerDeps } from './ports.js';
+import type { ManagerDeps, NetnsRelation } from './ports.js';
 import type { PreparedPut } from '../store/record-store.js';
 import { checkHostPorts, heldHostPorts, planHostPorts, publishedPorts, refuseHostPortConflicts } from './host-ports.js';
 import { checkChains, displaySteps, hasChain, withChainParts } from './cni-steps.js';
@@ -63,7 +63,7 @@ export class SandboxManager implements SandboxService {
       if (existing.state === 'attached' && same) return existing.result;
       throw new KnitError(
         'FAILED_PRECONDITION',
-        `sandbox ${req.sandboxId} is already ${existing.state}${same ? '' : ' with a different request'} (netns ${existing.netns.path}); detach it first`,
+        `sandbox_id: sandbox ${req.sandboxId} is already ${existing.state}${same ? '' : ' with a different request'} (netns ${existing.netns.path}); detach it first`,
         { field: 'sandbox_id' },
       );
     }
@@ -232,6 +232,7 @@ export class SandboxManager implements SandboxService {
       runOps: (ns, ops) => this.deps.runner.runOps(ns, ops),
       sysfsRoot: this.deps.sysfsRoot?.() ?? '/sys',
       ...(this.deps.danDir && { danDir: this.deps.danDir() }),
+      ...(this.deps.pathExists && { pathExists: this.deps.pathExists }),
       records: () => this.deps.records.values(),
     };
   }
@@ -312,10 +313,10 @@ export class SandboxManager implements SandboxService {
 
   // ---- detach --------------------------------------------------------------------------
 
-  /** netnsPath, when the caller gives one, must not name another live namespace: a caller that
-   * says where the sandbox is and is wrong is told so, instead of a sandbox being detached that
-   * it did not mean. A path with no live namespace behind it (the pod's netns already deleted,
-   * the usual order for runtimes) does not stand in the way. */
+  /** netnsPath, when the caller gives one, must not name another live namespace, the host's
+   * included: a caller that says where the sandbox is and is wrong is told so, instead of a
+   * sandbox being detached that it did not mean. A path with no live namespace behind it (the
+   * pod's netns already deleted, the usual order for runtimes) does not stand in the way. */
   async detach(sandboxId: string, netnsPath?: string): Promise<void> {
     const started = performance.now();
     try {
@@ -375,9 +376,7 @@ export class SandboxManager implements SandboxService {
   private async detachLocked(sandboxId: string, netnsPath: string | undefined, answer: () => void, reason?: 'netns-gone'): Promise<void> {
     const stored = this.deps.records.get(sandboxId);
     if (!stored) return; // idempotent: nothing of this sandbox is left
-    if (netnsPath && netnsPath !== stored.netns.path && this.deps.runner.netnsUsable(netnsPath) && !this.deps.runner.netnsUsable(netnsPath, stored.netns)) {
-      throw KnitError.invalid('netns_path', `${quote(netnsPath)} is another network namespace than sandbox ${sandboxId}'s (${stored.netns.path}); nothing was detached`);
-    }
+    if (netnsPath && netnsPath !== stored.netns.path) refuseOtherNetns(this.deps.netns.relation(netnsPath, stored.netns), netnsPath, stored);
     if (stored.state === 'attached') {
       await this.deps.extensions.notify('pre-detach', stored.result, stored.request).catch(() => undefined);
     }
@@ -486,6 +485,18 @@ export class SandboxManager implements SandboxService {
     if (!record) throw new KnitError('NOT_FOUND', `sandbox ${sandboxId} is not attached on this node`, { field: 'sandbox_id', cniCode: CniCode.containerUnknown });
     return record;
   }
+}
+
+/** Detach's guard (see detach): namespaces compared by (dev, inode), never by path, so a bind
+ * mount or a symlink of the host's namespace is the host's. */
+function refuseOtherNetns(relation: NetnsRelation, netnsPath: string, stored: SandboxRecord): void {
+  if (relation === 'same' || relation === 'none') return;
+  const theirs = `sandbox ${stored.sandboxId}'s (${stored.netns.path})`;
+  const why =
+    relation === 'host' ? `is the host's network namespace (or knit's own), not ${theirs}`
+    : relation === 'other' ? `is another network namespace, not ${theirs}`
+    : `cannot be opened, so knit cannot tell whether it is ${theirs}`;
+  throw KnitError.invalid('netns_path', `${quote(netnsPath)} ${why}; nothing was detached`);
 }
 
 function view(r: SandboxRecord): SandboxRecordView {

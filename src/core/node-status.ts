@@ -2,7 +2,13 @@
 // which networks and pools it has, and whether any pool is exhausted.
 import type { NetworkStatus, NodeStatus } from '../base/types.js';
 import { chainStatus } from '../cni-exec/network.js';
-import type { ManagerDeps } from './ports.js';
+import type { ManagerDeps, RecordStorePort } from './ports.js';
+import type { SandboxRecord } from './record.js';
+
+/** Sandboxes attached: from the store's tally when it keeps one (no record is parsed). */
+export function attachedCount(records: RecordStorePort<SandboxRecord>): number {
+  return records.tally ? (records.tally().get('attached') ?? 0) : [...records.values()].filter((r) => r.state === 'attached').length;
+}
 
 export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions' | 'cluster'>, opts: { checkNode?: boolean } = {}): Promise<NodeStatus> {
   const cluster = await deps.cluster?.status();
@@ -35,7 +41,7 @@ export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'ne
     message: [...reasons, ...exhausted.map((p) => `pool ${p} is exhausted`), ...conditions].join('; '),
     schedulable: exhausted.length === 0,
     networks,
-    sandboxes: [...deps.records.values()].filter((r) => r.state === 'attached').length,
+    sandboxes: attachedCount(deps.records),
     ...(cluster && { cluster: { node: cluster.node, source: cluster.source, state: cluster.state, detail: cluster.detail } }),
     ...(opts.checkNode && { clusterDifferences: deps.cluster ? await deps.cluster.check() : ['this node has no cluster network (no "cluster" section in the config)'] }),
   };

@@ -24,6 +24,9 @@ export interface RecordStorePort<T> {
    * caller waits on something else. Optional: a caller without it puts. */
   prepare?(id: string, doc: T): PreparedPut;
   remove(id: string): Promise<void>;
+  /** Records per state, kept without parsing them (RecordStore's summarize); optional: without
+   * it, counts come from values(). */
+  tally?(): ReadonlyMap<string, number>;
 }
 
 export interface IpamPort {
@@ -44,7 +47,14 @@ export interface NetnsPort {
   /** A snapshot answering whether a recorded namespace is gone: no longer at its path, and
    * nothing else (a moved bind mount, a process) refers to it. */
   goneChecker(): (id: NetnsIdentity) => boolean;
+  /** What the namespace at `path` is to a sandbox recorded in `sandbox`, by (dev, inode):
+   * the same one, the host's (or the daemon's own, however reached: a bind mount, a symlink),
+   * another live one, none (nothing there, or a file that is no namespace), or unknown (knit
+   * cannot open it: EACCES, say). */
+  relation(path: string, sandbox: NetnsIdentity): NetnsRelation;
 }
+
+export type NetnsRelation = 'same' | 'host' | 'other' | 'none' | 'unknown';
 
 export interface ExtensionsPort {
   list(): Extension[];
@@ -90,6 +100,8 @@ export interface ManagerDeps {
   sysfsRoot?: () => string;
   /** Where Kata DAN files are confined (config kata.danDir; absent: Kata's default). */
   danDir?: () => string;
+  /** Whether a file exists on the node: strategies ask about device nodes (PrepareContext). */
+  pathExists?: (path: string) => boolean;
   /** Conditions an operator must see in NodeStatus.message that do not make the node unready
    * (e.g. queued CNI DELs that gave up). */
   conditions?: () => Promise<string[]>;

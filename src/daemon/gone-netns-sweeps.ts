@@ -5,6 +5,9 @@
 export interface GoneNetnsSweeps {
   /** A sandbox's host link vanished: sweep now. */
   prompt(): void;
+  /** A netns file knit holds a socket in (a KubeVirt guest's DHCP responder) was removed: the
+   * socket keeps that namespace, so no link of it vanishes; sweep now. */
+  promptFileGone(): void;
   stop(): void;
 }
 
@@ -30,6 +33,7 @@ export function scheduleGoneNetnsSweeps(o: {
   schedule();
   return {
     prompt: () => run('link-gone'),
+    promptFileGone: () => run('netns-file-gone'),
     stop: () => clearTimeout(timer),
   };
 }

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { ClusterSettings } from '../config/index.js';
 import type { ClusterNode, NodeSource, NodeSourceState } from '../cluster/types.js';
-import { Informer, KubeClient, loadKubeAccess, type Node } from '../kube/index.js';
+import type { Informer, KubeClient, Node } from '../kube/index.js';
 
 /** The fields knit reads of a Node. */
 export function clusterNodeOf(n: Node): ClusterNode {
@@ -41,6 +41,8 @@ export class KubeNodes implements NodeSource {
   }
 
   static async open(cluster: ClusterSettings, log: Logger): Promise<KubeNodes> {
+    // Loaded here, on demand, as every user of src/kube does (test/unit/dra-lazy.test.ts).
+    const { Informer, KubeClient, loadKubeAccess } = await import('../kube/index.js');
     const access = loadKubeAccess({ ...(cluster.kubeconfig && { kubeconfig: cluster.kubeconfig }) });
     const client = new KubeClient(access, { userAgent: 'knit/cluster-network' });
     // No informer resync: the controller reconciles every minute on its own (src/daemon/cluster.ts).

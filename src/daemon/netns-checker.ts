@@ -4,10 +4,10 @@
 // namespace) is the caller's path, never a fault of knit's.
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { identifyNetns, NetnsError } from '../net/netns.js';
+import { identifyNetns, isHostNetnsId, NetnsError, sameNetns } from '../net/netns.js';
 import { KnitError, quote } from '../base/errors.js';
 import { netnsPathProblem } from '../api/rules.js';
-import type { NetnsPort } from '../core/ports.js';
+import type { NetnsPort, NetnsRelation } from '../core/ports.js';
 import type { NetnsIdentity } from '../core/record.js';
 import { goneNetnsChecker } from './netns-liveness.js';
 
@@ -29,6 +29,22 @@ export class NetnsChecker implements NetnsPort {
         : `${quote(file)} cannot be opened as a network namespace: ${err.message.replace(/^.*: /, '')}`;
       throw KnitError.invalid('netns_path', why);
     }
+  }
+
+  relation(file: string, sandbox: NetnsIdentity): NetnsRelation {
+    // A symlink to /proc/1/ns/net is the host's even where pid 1's namespace cannot be read.
+    if (symlinkProblem(file)) return 'host';
+    let id;
+    try {
+      id = identifyNetns(file);
+    } catch (err) {
+      if (!(err instanceof NetnsError)) throw err;
+      // Nothing there, or a file that is no namespace (what `umount` leaves): no live namespace
+      // stands there. Anything else (EACCES, say) may hide one.
+      return err.reason === 'missing' || err.reason === 'not-netns' ? 'none' : 'unknown';
+    }
+    if (sameNetns(id, sandbox)) return 'same';
+    return isHostNetnsId(id) ? 'host' : 'other';
   }
 }
 

@@ -12,8 +12,10 @@
 // What this does not see: an fd some process holds open to the namespace (no cheap way to list
 // those), and mounts in other mount namespaces. knit itself holds no fd into a sandbox netns for
 // longer than one call (its netlink handles live on a per-call thread, tap fds are closed once
-// handed off); the namespaces it pins for KNI are mounts, so they count as alive until
-// DeleteNetwork removes them. nsfs is one superblock, so the inode alone names a file there.
+// handed off), but for one: the packet socket of a KubeVirt guest's DHCP responder, which is
+// not counted as a holder (the sweep's detach closes it; src/daemon/guest-dhcp.ts). The
+// namespaces it pins for KNI are mounts, so they count as alive until DeleteNetwork removes
+// them. nsfs is one superblock, so the inode alone names a file there.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { identifyNetns, sameNetns } from '../net/netns.js';
 import type { NetnsIdentity } from '../core/record.js';

@@ -45,7 +45,14 @@ export class PinnedNetns {
       await this.releaseIfUnused(dir); // a failed pin leaves no bind of its directory behind
       throw err;
     }
-    await this.store.put(file, { path: file, createdAt: new Date().toISOString() });
+    try {
+      await this.store.put(file, { path: file, createdAt: new Date().toISOString() });
+    } catch (err) {
+      // Unrecorded, knit would never delete it: take it back, so the error follows no change.
+      await deleteNetns(file, { ignoreMissing: true }).catch(() => undefined);
+      await this.releaseIfUnused(dir);
+      throw err;
+    }
   }
 
   /** Drops knit's bind of dir once no netns knit pinned lives there. A failed unmount is

@@ -15,10 +15,11 @@ import { SandboxManager } from '../core/manager.js';
 import type { ManagerHooks } from '../core/ports.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
+import { attachedCount } from '../core/node-status.js';
 import { ensureNetwork, removeMovedGateways, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
-import type { Extension } from '../base/types.js';
+import type { Extension, SandboxService } from '../base/types.js';
 import { startApiServer } from '../api/server.js';
 import { callExtension } from '../api/extension-client.js';
 import { strategies } from '../../runtimes/index.js';
@@ -31,6 +32,7 @@ import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './tap-fd-server.js';
 import { publishLinkEvents } from './link-events.js';
 import { scheduleGoneNetnsSweeps } from './gone-netns-sweeps.js';
+import { startGuestDhcp } from './guest-dhcp.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
 import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
@@ -43,7 +45,7 @@ export interface ServeOptions {
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -70,6 +72,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const records = await RecordStore.open<SandboxRecord>(path.join(config.runDir, 'sandboxes'), undefined, {
     onProblem: storeProblem,
     formatVersion: SANDBOX_RECORD_VERSION,
+    summarize: (doc) => (doc as SandboxRecord).state,
   });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
@@ -182,23 +185,34 @@ export async function serve(opts: ServeOptions): Promise<void> {
     hooks,
     sysfsRoot: () => config.sysfsRoot,
     danDir: () => config.kata.danDir,
+    pathExists: existsSync,
     conditions: cniDeleteConditions,
     ...(cluster && { cluster }),
   });
-  metrics.sandboxes.set({}, () => [...records.values()].filter((r) => r.state === 'attached').length);
+  metrics.sandboxes.set({}, () => attachedCount(records));
   // The pools IPAM has now: a config reload adds and removes networks.
   const pools = () => ipam.networks().flatMap((network) => ipam.usage(network).map((p) => ({ p, labels: { network, family: String(p.family) } })));
   metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
+  // The DRA driver, only when configured: its modules (and the API client) load only then.
+  const dra = config.dra ? await startDraDriver(config, runner, log, metrics) : undefined;
+  const service: SandboxService = dra ? dra.wrap(manager) : manager;
+
   // Sandboxes whose netns went while knit was down: their addresses are free before the API answers.
   await manager.reapGoneNetns('start-up').catch((err: Error) => log.warn({ err: err.message }, 'gone-netns sweep failed'));
   const goneSweeps = scheduleGoneNetnsSweeps({ sweep: (trigger) => manager.reapGoneNetns(trigger), intervalSeconds: () => config.goneNetnsSweepSeconds, log });
   const stopLinkEvents = publishLinkEvents(manager, records, log, goneSweeps.prompt);
+  const guestDhcp = startGuestDhcp({
+    records, watch: (l) => manager.watch(l), networks: () => specs, defaultNetwork: () => config.defaultNetwork, log,
+    netnsFileGone: goneSweeps.promptFileGone,
+    observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }, frames),
+  });
+  metrics.dhcpResponders.set({}, () => guestDhcp.size());
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
-  const cniFrontend = new CniFrontend(manager, { installProblems: () => installProblems(installRecord) });
+  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord) });
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
     run: (request) => answer(cniFrontend, request),
@@ -217,7 +231,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   });
   const api = await startApiServer({
     socketPath: config.socket,
-    service: manager,
+    service,
     allowedUids: config.allowedUids,
     logger: log,
     peerCred: (fd) => peerCred(fd),
@@ -283,8 +297,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await cluster?.stop();
   cniDeletes.stop();
   stopLinkEvents();
+  guestDhcp.close();
   goneSweeps.stop();
   await api.close();
+  await dra?.close();
   await handoff.close();
   await cni.close();
   metricsServer?.close();
@@ -292,4 +308,18 @@ export async function serve(opts: ServeOptions): Promise<void> {
   reaper.stop();
   runner.close();
   log.info({}, 'knit stopped');
+}
+
+async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics) {
+  const settings = config.dra!;
+  const [{ startDra }, { kubeApi }] = await Promise.all([import('../dra/index.js'), import('./kube-api.js')]);
+  return startDra({
+    settings,
+    runDir: config.runDir,
+    sysfsRoot: config.sysfsRoot,
+    runner,
+    api: await kubeApi(settings.kubeconfig),
+    log: log.child({ part: 'dra' }),
+    onRegistration: (registered) => metrics.draRegistrations.inc({ registered: String(registered) }),
+  });
 }

@@ -7,7 +7,7 @@ import type { Agent } from 'node:http';
 import type { KubeAccess } from './access-common.js';
 import { errorFromResponse, errorFromStatus, KubeApiError } from './errors.js';
 import { abortError, makeAgent, open, readBody, type Open } from './http.js';
-import { LineSplitter } from './lines.js';
+import { LineSplitter, LineTooLongError } from './lines.js';
 import type { ListMeta, Status, WatchEvent } from './types.js';
 
 export { KubeApiError } from './errors.js';
@@ -172,7 +172,7 @@ export class KubeClient {
         try {
           for (const line of lines.push(chunk)) deliver(line);
         } catch (err) {
-          ours = err;
+          ours = err instanceof LineTooLongError ? new KubeApiError(0, 'TooLarge', opened.call, err.message) : err;
           break;
         }
       }

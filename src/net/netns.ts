@@ -104,7 +104,12 @@ export async function deleteNetns(file: string, opts: { ignoreMissing?: boolean 
 
 /** True when `file` is the host's netns (pid 1's) or the daemon's own. Throws if not a netns. */
 export function isHostNetns(file: string): boolean {
-  const id = identifyNetns(file);
+  return isHostNetnsId(identifyNetns(file));
+}
+
+/** True when the namespace is the host's (pid 1's) or the daemon's own, however it was reached:
+ * /proc/1/ns/net, a bind mount of it, a symlink to either. */
+export function isHostNetnsId(id: NetnsId): boolean {
   return hostNetnsIds().some((host) => sameNetns(host, id));
 }
 
@@ -121,7 +126,7 @@ export function identifyNetns(file: string, opts: { rejectHost?: boolean } = {})
   } catch (err) {
     throw wrap(err, file);
   }
-  if (opts.rejectHost && hostNetnsIds().some((host) => sameNetns(host, id))) {
+  if (opts.rejectHost && isHostNetnsId(id)) {
     throw new NetnsError(`${file} is the host's network namespace, not a sandbox's`, 'host-netns', file, 'EINVAL');
   }
   return id;

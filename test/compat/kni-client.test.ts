@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import * as grpc from '@grpc/grpc-js';
 import path from 'node:path';
 import { startApiServer } from '../../src/api/server.js';
+import { KnitError } from '../../src/base/errors.js';
 import { MemorySandboxService, memoryNetns } from '../unit/api-memory-service.js';
 import { recordingLogger, tempSocketDir } from '../unit/api-grpc-call.js';
 import { kniCall, kniClient, kniDefinition, runKniLifecycle } from './kni-client.js';
@@ -94,23 +95,25 @@ test('the other v0.0.8 messages keep their field numbers', (t) => {
   t.is((svc.AttachNetwork as any).requestType.type.name, 'AttachInterfaceRequest');
 });
 
-async function serve(t: ExecutionContext) {
+async function serve(t: ExecutionContext, extra: Partial<Parameters<typeof startApiServer>[0]> = {}) {
   const dir = tempSocketDir(t, 'kkni-');
   const socketPath = path.join(dir, 'knit.sock');
   const service = new MemorySandboxService();
   const netns = memoryNetns();
+  const log = recordingLogger();
   const server = await startApiServer({
     socketPath,
     service,
-    logger: recordingLogger().logger,
+    logger: log.logger,
     createNetns: netns.createNetns,
     deleteNetns: netns.deleteNetns,
     defaultNetnsDir: path.join(dir, 'netns'),
+    ...extra,
   });
   t.teardown(() => server.close(100));
   const client = kniClient(socketPath);
   t.teardown(() => client.close());
-  return { dir, service, netns, client };
+  return { dir, service, netns, client, log };
 }
 
 test('the KNI lifecycle: CreateNetwork -> AttachInterface -> QueryPodNetwork -> DetachInterface -> DeleteNetwork', async (t) => {
@@ -196,4 +199,56 @@ test('KNI node RPCs: SetupNodeNetwork is a no-op, QueryNodeNetworks lists knit n
   const named = await kniCall(client, 'CreateNetwork', { name: 'api', namespace: 'prod' });
   await kniCall(client, 'DeleteNetwork', { name: 'api', namespace: 'prod' });
   t.false(netns.created.has(named.netns_path));
+});
+
+test('KNI DeleteNetwork judges the whole request before it detaches: a refusal leaves the sandbox attached', async (t) => {
+  const { service, client } = await serve(t, { isPinned: () => false });
+  await kniCall(client, 'AttachInterface', { id: 'kkni-sb5', name: 'q', namespace: 'prod', isolation: { path: '/run/netns/kkni-q' } });
+  for (const [req, field] of [
+    [{ id: 'kkni-sb5', netns_path: 'run/netns/kkni-q' }, 'netns_path'],
+    [{ id: 'kkni-sb5', netns_path: '/proc/self/ns/net' }, 'netns_path'],
+    [{ extradata: { netns: 'relative' } }, 'extradata["netns"]'],
+    [{ id: 'kkni-sb5', name: 'q', namespace: 'a b', netns_path: '/run/netns/kkni-q/../x' }, 'netns_path'],
+  ] as const) {
+    const err = (await t.throwsAsync(kniCall(client, 'DeleteNetwork', req))) as unknown as grpc.ServiceError;
+    t.is(err.code, grpc.status.INVALID_ARGUMENT, err.details);
+    t.deepEqual(err.metadata.get('knit-field'), [field]);
+  }
+  t.deepEqual(service.detachCalls, [], 'nothing was detached');
+  t.true(service.records.has('kkni-sb5'));
+  // By id, for a netns the runtime made: OK, and the sandbox is detached.
+  t.deepEqual(await kniCall(client, 'DeleteNetwork', { id: 'kkni-sb5' }), {});
+  t.deepEqual(service.detachCalls.map((c) => c.sandboxId), ['kkni-sb5']);
+});
+
+test('KNI AttachInterface answers OK once attached even when noting the pinned netns fails (logged, not answered)', async (t) => {
+  const { service, client, log } = await serve(t, {
+    claimNetns: async () => {
+      throw new Error('disk full');
+    },
+  });
+  const res = await kniCall(client, 'AttachInterface', { id: 'kkni-sb6', name: 'r', namespace: 'prod', isolation: { path: '/run/netns/kkni-r' } });
+  t.deepEqual(res.ipconfigs.eth0.ip, ['10.88.0.2', 'fd00:88::2']);
+  t.true(service.records.has('kkni-sb6'));
+  t.true(log.lines.some((l) => l.level === 'warn' && /disk full/.test(l.msg)));
+});
+
+test("KNI says core's refusals about the field the caller sent: netns_path as isolation.path or extradata[\"netns\"]; a pool's network, which KNI has no field for, as none", async (t) => {
+  const { service, client } = await serve(t);
+  await kniCall(client, 'AttachInterface', { id: 'kkni-sb7', name: 's', namespace: 'prod', isolation: { path: '/run/netns/kkni-s' } });
+  const guard = () => KnitError.invalid('netns_path', '"/run/netns/other" is another network namespace, not sandbox kkni-sb7\'s; nothing was detached');
+  for (const [req, field] of [
+    [{ id: 'kkni-sb7', isolation: { path: '/run/netns/other' } }, 'isolation.path'],
+    [{ id: 'kkni-sb7', extradata: { netns: '/run/netns/other' } }, 'extradata["netns"]'],
+  ] as const) {
+    service.failNext.detach = guard();
+    const err = (await t.throwsAsync(kniCall(client, 'DetachInterface', req))) as unknown as grpc.ServiceError;
+    t.deepEqual(err.metadata.get('knit-field'), [field]);
+    t.true(err.details.startsWith(`${field}: "/run/netns/other" is another network namespace`), err.details);
+  }
+  service.failNext.attach = new KnitError('RESOURCE_EXHAUSTED', 'network "default": no free IPv4 address in 10.88.0.0/24 (3 of 3 in use)', { field: 'network' });
+  const dry = (await t.throwsAsync(kniCall(client, 'AttachInterface', { id: 'kkni-sb8', isolation: { path: '/run/netns/kkni-t' } }))) as unknown as grpc.ServiceError;
+  t.is(dry.code, grpc.status.RESOURCE_EXHAUSTED);
+  t.deepEqual(dry.metadata.get('knit-field'), []);
+  t.regex(dry.details, /no free IPv4 address/);
 });

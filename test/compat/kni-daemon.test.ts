@@ -6,7 +6,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { kniClient, runKniLifecycle, kniCall } from './kni-client.js';
-import { startDaemon, cleanupDaemon, hostLinks, eventually, type Daemon } from '../helpers/daemon.js';
+import * as grpc from '@grpc/grpc-js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { startDaemon, cleanupDaemon, hostLinks, eventually, runcAttachReq, type Daemon } from '../helpers/daemon.js';
+import { knitState } from '../helpers/knit-state.js';
 
 const P = 'ckn';
 const opts = { prefix: P, subnet: '10.231.8.0/24' };
@@ -17,7 +20,7 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  await cleanupDaemon(d, opts, [`${P}-sb1`, `${P}-sb2`, `${P}-sb4`, `${P}-sb5`]);
+  await cleanupDaemon(d, opts, [`${P}-sb1`, `${P}-sb2`, `${P}-sb4`, `${P}-sb5`, `${P}-sb6`, `${P}-sb7`]);
 });
 
 const attachedIds = async () => ((await d!.call('List', {})).sandboxes ?? []).map((s: any) => s.sandbox_id ?? s.request?.sandbox_id);
@@ -50,6 +53,62 @@ test.serial('a runtime that owns the netns: DeleteNetwork without DetachInterfac
   t.true(existsSync(`/run/netns/${own}`), "the runtime's netns is the runtime's to delete");
   await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${pod.id};`)), 'host end reaped');
   client.close();
+});
+
+test.serial("DeleteNetwork{id} for a sandbox in a netns the runtime made answers OK (detached, netns left); every refusal comes before anything is detached", async (t) => {
+  const client = kniClient(d!.socket);
+  t.teardown(() => client.close());
+  const own = `${P}-own6`;
+  const foreign = `${P}-frgn6`;
+  for (const ns of [own, foreign, `${P}-own7`]) {
+    execFileSync('ip', ['netns', 'add', ns]);
+    t.teardown(() => execFileSync('ip', ['netns', 'del', ns], { stdio: 'ignore' }));
+  }
+  const pod = { name: `${P}-rt`, namespace: 'default', id: `${P}-sb6` };
+  const freeBefore = await freeV4();
+  await kniCall(client, 'AttachInterface', { ...pod, isolation: { path: `/run/netns/${own}` } });
+  // Something in knit's netns dir under the name CreateNetwork would give (pod, namespace),
+  // that knit did not pin.
+  const squatter = path.join(d!.dir, 'netns', `knit-${pod.namespace}-${pod.name}`);
+  mkdirSync(path.dirname(squatter), { recursive: true });
+  writeFileSync(squatter, '');
+  t.teardown(() => execFileSync('rm', ['-f', squatter]));
+  const before = await knitState(d!, [undefined, own]);
+  t.true(before.records.includes(`${pod.id} ATTACHED`));
+
+  const refusals: [string, object, grpc.status, string][] = [
+    ['a relative netns_path', { id: pod.id, netns_path: 'run/netns/x' }, grpc.status.INVALID_ARGUMENT, 'netns_path'],
+    ["the host's netns_path", { id: pod.id, netns_path: '/proc/1/ns/net' }, grpc.status.INVALID_ARGUMENT, 'netns_path'],
+    ['a netns knit did not pin, where no sandbox named lives', { id: pod.id, netns_path: `/run/netns/${foreign}` }, grpc.status.FAILED_PRECONDITION, 'netns_path'],
+    ["by name, whose netns file in knit's dir knit did not pin", { name: pod.name, namespace: pod.namespace }, grpc.status.FAILED_PRECONDITION, 'name'],
+    ['a bad id', { id: 'a/b', netns_path: `/run/netns/${own}` }, grpc.status.INVALID_ARGUMENT, 'id'],
+  ];
+  for (const [what, req, code, field] of refusals) {
+    const err = (await t.throwsAsync(kniCall(client, 'DeleteNetwork', req), undefined, what)) as unknown as grpc.ServiceError;
+    t.is(err?.code, code, `${what}: ${err?.details}`);
+    t.deepEqual(err?.metadata.get('knit-field'), [field], what);
+    t.true(err?.details.startsWith(`${field}: `), `${what}: ${err?.details}`);
+    t.deepEqual(await knitState(d!, [undefined, own]), before, `${what}: links, addresses, routes, records and pools as they were`);
+  }
+
+  // The issue's case: by id alone. OK, the sandbox goes, the runtime's netns stays.
+  t.deepEqual(await kniCall(client, 'DeleteNetwork', { id: pod.id }), {});
+  const after = await knitState(d!, [undefined, own]);
+  t.false(after.records.some((r: string) => r.startsWith(`${pod.id} `)), 'no record left');
+  t.is(await freeV4(), freeBefore, 'its address is back in the pool');
+  t.true(existsSync(`/run/netns/${own}`), "the runtime's netns is the runtime's to delete");
+  await eventually(() => !hostLinks().some((l) => l.ifalias?.includes(`sandbox=${pod.id};`)), 'host end reaped');
+  t.deepEqual((await knitState(d!, [own])).kernel[0].links.map((l: { ifname: string }) => l.ifname), ['lo'], 'no eth0 left in the pod netns');
+  t.deepEqual(await kniCall(client, 'DeleteNetwork', { id: pod.id }), {}, 'twice is fine');
+
+  // knit.v1 has no DeleteNetwork: its Detach{sandbox_id} of a sandbox in a runtime's netns leaves the same.
+  const v1 = `${P}-sb7`;
+  const free = await freeV4();
+  await d!.call('Attach', runcAttachReq(v1, `/run/netns/${P}-own7`));
+  await d!.call('Detach', { sandbox_id: v1 });
+  t.is(await freeV4(), free);
+  t.true(existsSync(`/run/netns/${P}-own7`));
+  t.false((await attachedIds()).includes(v1));
 });
 
 test.serial('QueryPodNetwork for a pod knit does not hold answers empty, as the POC does', async (t) => {

@@ -1,8 +1,8 @@
 // Kubernetes end to end, the way a user runs knit: a real control plane and kubelet built from
 // the module proxy (test/fixtures/kube-*.ts), containerd 2 with runc, and `knit install-cni` as
 // the kubelet's only CNI config, so every pod the kubelet starts goes kubelet → CRI → knit-cni
-// → the knit daemon. kubectl applies a Pod, a Deployment of 20 and a Pod with a hostPort; their
-// IPs are knit's and answer from the node (ping, HTTP); the kubelet and knit restart under
+// → the knit daemon, on a dual-stack cluster. kubectl applies a Pod, a Deployment of 20 and a Pod
+// with a hostPort; their IPv4 and IPv6 addresses are knit's and answer from the node (ping, HTTP); the kubelet and knit restart under
 // running pods and nothing is lost; deleting the pods leaves nothing of them (ip -j link, nft
 // -j, knit list). One cluster for the file: the tests run in order on it.
 import test from 'ava';
@@ -17,11 +17,13 @@ import { cgroupPids, KUBELET_SYSCTLS } from '../fixtures/kube-host.js';
 
 const P = uniquePrefix('kcl');
 const CLUSTER_CIDR = '10.247.0.0/16';
-// The one node's podCIDR is the first /24 of the cluster CIDR: knit's network serves it.
+const CLUSTER_CIDR_V6 = 'fd47:247::/56';
+// The one node's podCIDRs are the first /24 and /64 of the cluster CIDRs: knit's network serves them.
 const SUBNET = '10.247.0.0/24';
+const SUBNET6 = 'fd47:247::/64';
 const HOST_PORT = 18247;
 const NS = `${P}app`.replace(/-/g, '');
-const opts = { prefix: P, subnet: SUBNET };
+const opts = { prefix: P, subnet: SUBNET, subnet6: SUBNET6 };
 const scope = fileScope(test);
 let d: Daemon;
 let cp: ControlPlane;
@@ -38,10 +40,12 @@ const knitSandboxes = (): any[] => {
   const l = JSON.parse(execFileSync(process.execPath, [CLI, 'list', '--json', '--socket', d.socket], { encoding: 'utf8' }));
   return Array.isArray(l) ? l : (l.sandboxes ?? []);
 };
-const knitIpOf = (pod: any) => {
+/** The addresses knit gave the pod, IPv4 first (the order the kubelet publishes podIPs in). */
+const knitIpsOf = (pod: any): string[] => {
   const rec = knitSandboxes().find((s) => s.request.pod_name === pod.metadata.name && s.request.pod_namespace === pod.metadata.namespace);
-  return rec?.result.ips[0].address.split('/')[0];
+  return (rec?.result.ips ?? []).map((i: any) => i.address.split('/')[0]).sort((a: string, b: string) => Number(a.includes(':')) - Number(b.includes(':')));
 };
+const podIps = (pod: any): string[] => pod.status.podIPs.map((i: any) => i.ip);
 const pods = async (selector: string) => (await cp.getJson('get', 'pods', '-n', NS, '-l', selector)).items as any[];
 const httpGet = async (url: string) => {
   const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
@@ -74,28 +78,30 @@ test.before(async () => {
   const cniBin = path.join(d.dir, 'cni-bin');
   const cniConf = path.join(d.dir, 'net.d');
   execFileSync(process.execPath, [CLI, 'install-cni', '--bin-dir', cniBin, '--conf-dir', cniConf, '--config', d.configPath, '--network', `${P}net`, '--cni-network', `${P}cni`]);
-  cp = await startControlPlane(scope, { prefix: P, clusterCidr: CLUSTER_CIDR });
+  cp = await startControlPlane(scope, { prefix: P, clusterCidr: CLUSTER_CIDR, clusterCidrV6: CLUSTER_CIDR_V6 });
   node = await startKubelet(scope, cp, { prefix: P, cniConfDir: cniConf, cniBinDir: cniBin });
   await cp.kubectl('create', 'namespace', NS);
 });
 
-test.serial('the kubelet registers a Ready Node whose podCIDR is knit\'s subnet, and adds no KUBE- iptables chains', async (t) => {
+test.serial('the kubelet registers a Ready Node whose podCIDRs are knit\'s subnets, and adds no KUBE- iptables chains', async (t) => {
   const n = await cp.getJson('get', 'node', node.nodeName);
-  t.is(n.spec.podCIDR, SUBNET);
+  t.deepEqual(n.spec.podCIDRs, [SUBNET, SUBNET6]);
   t.true(n.status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'));
   t.regex(n.status.nodeInfo.containerRuntimeVersion, /^containerd:\/\/v?2\./);
   t.deepEqual(n.status.addresses.filter((a: any) => a.type === 'InternalIP'), [{ type: 'InternalIP', address: node.nodeIP }]);
   t.deepEqual(iptablesKube(), before.iptables);
 });
 
-test.serial('kubectl apply a Pod: it runs through knit-cni, its IP is knit\'s and answers ping and HTTP from the node', async (t) => {
+test.serial('kubectl apply a Pod: it runs through knit-cni, its IPv4 and IPv6 addresses are knit\'s and answer ping and HTTP from the node', async (t) => {
   await apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'solo', namespace: NS, labels: { app: 'solo' } }, spec: podSpec('solo') });
   await cp.kubectl('wait', '-n', NS, '--for=condition=Ready', 'pod/solo', '--timeout=120s');
   const [pod] = await pods('app=solo');
   t.is(pod.status.phase, 'Running');
   const ip = pod.status.podIP;
-  t.is(ip, knitIpOf(pod), 'the pod IP the kubelet publishes is the one knit gave');
+  const [, ip6] = podIps(pod);
+  t.deepEqual(podIps(pod), knitIpsOf(pod), 'the pod IPs the kubelet publishes are the ones knit gave');
   t.true(ip.startsWith('10.247.0.'));
+  t.true(ip6!.startsWith('fd47:247::'));
   const rec = knitSandboxes().find((s) => s.request.pod_name === 'solo');
   t.is(rec.request.pod_uid, pod.metadata.uid, 'the CRI passed the pod\'s identity to knit');
   const host = hostLinks().filter((l) => l.ifalias?.includes(`sandbox=${rec.request.sandbox_id};`));
@@ -103,6 +109,7 @@ test.serial('kubectl apply a Pod: it runs through knit-cni, its IP is knit\'s an
   t.is(host[0]!.master, `${P}br`);
   t.true([1, 2, 3].some(() => pingFrom(undefined, ip)), `ping ${ip}`);
   t.is((await httpGet(`http://${ip}:8080/`)).trim(), 'solo');
+  t.is((await httpGet(`http://[${ip6}]:8080/`)).trim(), 'solo', 'over IPv6 too');
   // Inside the pod (kubectl exec: API server → kubelet → containerd's stream server): eth0 holds it.
   t.regex(await cp.kubectl('exec', '-n', NS, 'solo', '--', 'ip', '-4', '-o', 'addr', 'show', 'dev', 'eth0'), new RegExp(` inet ${ip.replace(/\./g, '\\.')}/`));
 });
@@ -119,7 +126,7 @@ test.serial('a Deployment of 20: every replica runs on its own knit IP and answe
   t.is(web.length, 20);
   const ips = web.map((p) => p.status.podIP);
   t.is(new Set(ips).size, 20, 'distinct IPs');
-  t.deepEqual(ips, web.map(knitIpOf), 'each the IP knit gave that pod');
+  t.deepEqual(web.map(podIps), web.map(knitIpsOf), 'each the IPs knit gave that pod');
   for (const p of web) t.is((await httpGet(`http://${p.status.podIP}:8080/`)).trim(), p.metadata.name);
   t.true(ips.every((ip) => [1, 2].some(() => pingFrom(undefined, ip))), 'every pod answers ping');
 });

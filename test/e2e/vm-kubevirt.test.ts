@@ -1,7 +1,7 @@
 // The README's promise for KubeVirt: a real knit daemon attaches a virt-launcher pod netns
 // with runtime kubevirt, and a real QEMU guest (TCG) opens tap0 by name from inside that netns,
-// as libvirt does with <target dev='tap0' managed='no'/>. Masquerade: the guest is 10.0.2.2
-// behind k6t-eth0 and the pod IP's declared port reaches it by DNAT. Bridge: the guest owns the
+// as libvirt does with <target dev='tap0' managed='no'/>. Masquerade: the guest takes 10.0.2.2
+// by DHCP from knit, behind k6t-eth0, and the pod IP's declared port reaches it by DNAT. Bridge: the guest owns the
 // pod IP on the pod's L2 segment. Detach leaves nothing. Prefixes ev3-, ev4-; subnets
 // 10.232.3.0/24, 10.232.4.0/24.
 import test from 'ava';
@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { Cleanup } from '../fixtures/cleanup.js';
 import { GUEST_HTTP_PORT } from '../fixtures/qemu.js';
 import { startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, hostLinks, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
-import { ip, type Json } from '../helpers/observe.js';
+import { ip, tunOwner, type Json } from '../helpers/observe.js';
 import { launchVm, vmHandoff } from '../helpers/vm-launcher.js';
 
 /** nft(8) by absolute path: under npm, PATH starts with node_modules/.bin, where an unrelated
@@ -73,7 +73,8 @@ test.serial('kubevirt masquerade: the guest is 10.0.2.2 behind k6t-eth0; HTTP to
   t.true(ip(sb.ns, 'addr', 'show', 'dev', 'eth0')[0].addr_info.some((a: Json) => a.local === podIp));
   const [tap] = ip(sb.ns, 'link', 'show', 'dev', 'tap0');
   t.is(tap.master, 'k6t-eth0');
-  t.like(tap.linkinfo.info_data, { type: 'tap', user: 107, group: 107 });
+  t.like(tap.linkinfo.info_data, { type: 'tap' });
+  t.deepEqual(tunOwner(sb.ns, 'tap0'), { user: 107, group: 107 });
   t.true(ip(sb.ns, 'addr', 'show', 'dev', 'k6t-eth0')[0].addr_info.some((a: Json) => a.local === '10.0.2.1' && a.prefixlen === 24));
   const ruleset = nftRuleset(sb.ns);
   t.deepEqual(ruleset.filter((x) => x.table).map((x) => `${x.table.family} ${x.table.name}`), ['ip nat']);
@@ -83,11 +84,12 @@ test.serial('kubevirt masquerade: the guest is 10.0.2.2 behind k6t-eth0; HTTP to
 
   const started = Date.now();
   // libvirt opens the tap by name (managed='no'): so does this launcher.
-  const { guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff: h, by: 'name', name: 'ev3', ping: ['10.232.3.1'] });
+  // The guest asks DHCP, as a KubeVirt guest does; knit answers on tap0 as virt-launcher's server would.
+  const { guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff: h, by: 'name', name: 'ev3', ping: ['10.232.3.1'], dhcp: true });
   cleanup.defer('stop guest ev3', () => guest.stop());
   await guest.waitFor(/KNIT-READY/);
   t.log(`launch to KNIT-READY: ${Date.now() - started} ms`);
-  t.regex(guest.serial(), new RegExp(`KNIT-LINK eth0 mac=${h.mac} mtu=${h.mtu}`));
+  t.regex(guest.serial(), new RegExp(`KNIT-DHCP eth0 mac=${h.mac} ip=10\\.0\\.2\\.2/24 router=10\\.0\\.2\\.1 mtu=${h.mtu} `));
   t.notRegex(guest.serial(), /KNIT-ERROR/);
 
   // From the host, the pod IP's port 8080 is the guest's httpd (it names its own address).

@@ -61,6 +61,10 @@ export class FakeExtensions implements ExtensionsPort {
   missingRequired() { return []; }
 }
 
+const inodeOf = (path: string) => [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17);
+/** Paths the fixture's NetnsPort counts as the host's namespace (bind mounts of it, say). */
+export const HOST_PATHS = new Set(['/run/netns/tm-host-bind']);
+
 /** netns: a NetnsPort of the test's own (one that refuses, say); whenReaped: the reaper's. */
 export function fixture(netns?: NetnsPort, whenReaped?: () => Promise<void>) {
   const events: string[] = [];
@@ -78,9 +82,10 @@ export function fixture(netns?: NetnsPort, whenReaped?: () => Promise<void>) {
     runner,
     // One netns per path; the inode stands for the namespace.
     netns: netns ?? {
-      identify: (path) => ({ path, dev: 4, ino: [...path].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 17) }),
+      identify: (path) => ({ path, dev: 4, ino: inodeOf(path) }),
       // A path the runner says is gone (deleted behind knit's back) is a gone namespace.
       goneChecker: () => (id) => runner.gone.has(id.path),
+      relation: (path, sandbox) => (runner.gone.has(path) ? 'none' : inodeOf(path) === sandbox.ino ? 'same' : HOST_PATHS.has(path) ? 'host' : 'other'),
     },
     strategies: { runc: runcStrategy },
     extensions,

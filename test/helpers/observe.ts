@@ -30,6 +30,17 @@ export function link(ns: string | undefined, name: string): Json | undefined {
   }
 }
 
+/** A tun/tap's owner and group as numbers, from sysfs: `ip -j` prints a name when the id
+ * resolves (bird2 and libvirt-daemon-system each create a group that may take gid 107). */
+export function tunOwner(ns: string | undefined, dev: string): { user: number; group: number } {
+  const read = (file: string) => {
+    const path = `/sys/class/net/${dev}/${file}`;
+    const out = ns ? execFileSync('ip', ['netns', 'exec', ns, 'cat', path], { encoding: 'utf8' }) : execFileSync('cat', [path], { encoding: 'utf8' });
+    return Number(out.trim());
+  };
+  return { user: read('owner'), group: read('group') };
+}
+
 export function linkNames(ns: string | undefined): string[] {
   return ip(ns, 'link', 'show').map((l: Json) => l.ifname as string);
 }

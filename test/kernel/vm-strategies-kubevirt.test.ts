@@ -4,7 +4,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { kubevirtStrategy } from '../../runtimes/kubevirt/index.js';
 import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
-import { addrs, filters, link, neighs, sysctl, type Json } from '../helpers/observe.js';
+import { addrs, filters, link, neighs, sysctl, tunOwner, type Json } from '../helpers/observe.js';
 import { attach, check, detach, envInput, hostLeftovers, makeEnv, nftChain, nftTables, sandboxLinks } from './vm-strategies-env.js';
 
 const handoffOf = (plan: { interfaces: { handoff?: Handoff }[] }) => plan.interfaces.find((i) => i.handoff)!.handoff as VmHandoff;
@@ -22,7 +22,8 @@ test('kubevirt masquerade (dual-stack): k6t-eth0 gateway, tap0 for uid 107, forw
   t.is(br?.mtu, 1450);
   t.deepEqual(localAddrs(ns, 'k6t-eth0').sort(), ['10.0.2.1/24', 'fd10:0:2::1/120']);
   const tap = link(ns, 'tap0');
-  t.like(tap?.linkinfo, { info_kind: 'tun', info_data: { type: 'tap', vnet_hdr: true, multi_queue: false, persist: true, user: 107, group: 107 } });
+  t.like(tap?.linkinfo, { info_kind: 'tun', info_data: { type: 'tap', vnet_hdr: true, multi_queue: false, persist: true } });
+  t.deepEqual(tunOwner(ns, 'tap0'), { user: 107, group: 107 });
   t.is(tap?.master, 'k6t-eth0');
   t.is(tap?.mtu, 1450);
   t.deepEqual(localAddrs(ns, 'eth0').sort(), [`${env.v4.address}/24`, `${env.v6.address}/64`], 'the pod keeps its addresses');
@@ -52,7 +53,8 @@ test('kubevirt tap binding: multi-queue tap0 cross-connected to eth0 by redirect
   const plan = await attach(t, env, kubevirtStrategy, input);
   t.deepEqual(await check(env, input, plan), { ok: true, differences: [] });
   const ns = env.ns.name;
-  t.like(link(ns, 'tap0')?.linkinfo, { info_kind: 'tun', info_data: { multi_queue: true, user: 107, group: 107 } });
+  t.like(link(ns, 'tap0')?.linkinfo, { info_kind: 'tun', info_data: { multi_queue: true } });
+  t.deepEqual(tunOwner(ns, 'tap0'), { user: 107, group: 107 });
   t.is(handoffOf(plan).flags, 'IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|IFF_MULTI_QUEUE');
   const redirect = (dev: string) => filters(ns, dev, 'ingress').flatMap((f: Json) => f.options?.actions ?? []).map((a: Json) => a.to_dev);
   t.deepEqual(redirect('eth0'), ['tap0']);

@@ -10,6 +10,8 @@ import { DaemonSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Namespace, ServiceAccount } from 'kubernetes-models/v1';
 import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { parseConfigText } from '../../src/config/index.js';
+import { podSettings } from '../../src/cni-frontend/annotations.js';
+import { SHIM_NAME } from '../../src/cni-frontend/install.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const deploy = path.join(root, 'deploy');
@@ -23,10 +25,16 @@ const models: Record<string, new (data: any) => { validate(): void }> = {
   'rbac.authorization.k8s.io/v1 ClusterRoleBinding': ClusterRoleBinding,
 };
 
+/** deploy/kubevirt holds KubeVirt's and Multus' custom resources: checked on their own, below. */
+const KUBEVIRT_DIR = path.join(deploy, 'kubevirt');
+
 function manifestFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
     const p = path.join(dir, f);
-    if (statSync(p).isDirectory()) return manifestFiles(p);
+    // deploy/dra is the DRA add-on (kubectl apply -k), checked by deploy-dra.test.ts; deploy/kubevirt
+    // holds KubeVirt's objects, checked below.
+    if (p === KUBEVIRT_DIR) return [];
+    if (statSync(p).isDirectory()) return f === 'dra' ? [] : manifestFiles(p);
     return f.endsWith('.yaml') && f !== 'config.yaml' ? [p] : [];
   });
 }
@@ -95,4 +103,28 @@ test('deploy/config.yaml, the ConfigMap and the README example are the same text
   t.like(config.networks[0], { nodeSubnet: [4], crossNode: 'routes', masquerade: true });
   const install = find('DaemonSet', 'knit').spec.template.spec.initContainers[0].command as string[];
   t.is(install[install.indexOf('--network') + 1], 'pods', 'install-cni names a network the config has');
+});
+
+test('deploy/kubevirt: the KubeVirt CR registers a tap binding whose NAD is knit-cni, the VM uses that binding, and the README shows all three', (t) => {
+  const docs = Object.fromEntries(readdirSync(KUBEVIRT_DIR).map((f) => [f, objects(path.join(KUBEVIRT_DIR, f))[0]]));
+  const kv = docs['kubevirt-binding.yaml'];
+  t.is(`${kv.apiVersion} ${kv.kind}`, 'kubevirt.io/v1 KubeVirt');
+  const [[name, binding]] = Object.entries(kv.spec.configuration.network.binding) as [string, any][];
+  t.is(binding.domainAttachmentType, 'tap');
+  const nad = docs['binding-nad.yaml'];
+  t.is(`${nad.apiVersion} ${nad.kind}`, 'k8s.cni.cncf.io/v1 NetworkAttachmentDefinition');
+  t.is(binding.networkAttachmentDefinition, `${nad.metadata.namespace}/${nad.metadata.name}`);
+  const conf = JSON.parse(nad.spec.config);
+  t.is(conf.type, SHIM_NAME, 'the NAD runs the plugin install-cni puts in place');
+  // As Multus calls it for a VMI: with KubeVirt's cni-arg, knit builds a KubeVirt tap.
+  t.like(podSettings({ ...conf, args: { cni: { logicNetworkName: 'default' } } }), { runtime: 'kubevirt', binding: { binding: 'tap', logicNetwork: 'default' } });
+  const vm = docs['vm.yaml'];
+  t.is(`${vm.apiVersion} ${vm.kind}`, 'kubevirt.io/v1 VirtualMachine');
+  t.deepEqual(vm.spec.template.spec.domain.devices.interfaces.map((i: any) => i.binding?.name), [name]);
+  t.false(vm.spec.template.spec.domain.devices.interfaces.some((i: any) => i.macAddress), 'no macAddress: knit answers the pod interface MAC');
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  for (const f of Object.keys(docs)) {
+    const body = readFileSync(path.join(KUBEVIRT_DIR, f), 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+    t.true(readme.includes(body), `README.md shows deploy/kubevirt/${f} (without its comments)`);
+  }
 });

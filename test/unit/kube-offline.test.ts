@@ -1,8 +1,10 @@
 // The client and the informer with no apiserver at all (a port nobody listens on): failures name
 // the call, the informer reports "unreachable" with that detail, keeps retrying, and stops at
-// once. No stand-in server: what talks to a real kube-apiserver is in test/e2e/kube-client.test.ts.
+// once. Importing the module starts nothing. No stand-in server: what talks to a real kube-apiserver is in test/e2e/kube-client.test.ts.
 import test from 'ava';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
+import { pathToFileURL } from 'node:url';
 import { KubeApiError, KubeClient } from '../../src/kube/client.js';
 import { Informer, type InformerState } from '../../src/kube/informer.js';
 
@@ -70,4 +72,13 @@ test('an informer with no apiserver: "unreachable" with the failing call, an emp
   const stopping = Date.now();
   await informer.stop();
   t.true(Date.now() - stopping < 1000, 'stop does not wait out a backoff');
+});
+
+test('importing src/kube starts nothing: no timer, socket or file is left open, and the process ends by itself', (t) => {
+  const index = pathToFileURL('build/src/kube/index.js').href;
+  const probe = `await import(${JSON.stringify(index)});
+setImmediate(() => { const open = process.getActiveResourcesInfo().filter((r) => r !== 'Immediate'); if (open.length) { console.error(open.join(',')); process.exitCode = 3; } });`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8', timeout: 20_000 });
+  t.is(r.stderr, '');
+  t.is(r.status, 0, 'exited by itself, with nothing open');
 });

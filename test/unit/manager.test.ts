@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { KnitError } from '../../src/base/errors.js';
 import type { SandboxRecord } from '../../src/core/record.js';
 import type { AttachRequest, InterfaceRequest } from '../../src/base/types.js';
-import { NETNS, TWO_NETWORKS, failStep, fixture, inversesOf, plannedSteps, request } from '../helpers/core-fixture.js';
+import { HOST_PATHS, NETNS, TWO_NETWORKS, failStep, fixture, inversesOf, plannedSteps, request } from '../helpers/core-fixture.js';
 
 test('attach journals the plan (state attaching) before the first kernel change, then records it attached', async (t) => {
   const f = fixture();
@@ -185,6 +185,26 @@ test('detach of an unknown sandbox succeeds and touches nothing', async (t) => {
   await f.manager.detach('sb-never');
   t.deepEqual(f.events, []);
   t.is(f.runner.batches.length, 0);
+});
+
+test("detach naming the host's netns (a bind mount of it), or another live one, is refused naming netns_path and changes nothing; a gone path detaches", async (t) => {
+  const f = fixture();
+  await f.manager.attach(request());
+  const batches = f.runner.batches.length;
+  const held = f.held();
+  for (const [path, says] of [[[...HOST_PATHS][0], /the host's network namespace/], ['/run/netns/tm-other', /another network namespace/]] as const) {
+    const err = await t.throwsAsync(f.manager.detach('sb-1', path), { instanceOf: KnitError });
+    t.is(err?.code, 'INVALID_ARGUMENT');
+    t.is(err?.details.field, 'netns_path');
+    t.regex(err!.message, says);
+    t.regex(err!.message, /nothing was detached$/);
+  }
+  t.is(f.runner.batches.length, batches, 'nothing run');
+  t.is(f.held(), held, 'addresses still held');
+  t.is(f.records.get('sb-1')?.state, 'attached');
+  f.runner.gone.add('/run/netns/tm-deleted');
+  await f.manager.detach('sb-1', '/run/netns/tm-deleted');
+  t.is(f.records.get('sb-1'), undefined);
 });
 
 test('detach of a sandbox whose netns is gone skips the inverses inside it', async (t) => {
@@ -386,7 +406,7 @@ test('Plan refuses exactly what Attach refuses, before anything is held or run: 
   t.is(held(), heldBefore, 'nothing more held');
   t.is(runner.batches.length, batchesBefore, 'nothing more run');
   t.deepEqual([...records.docs.keys()], ['other']);
-  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); }, goneChecker: () => () => false });
+  const notNetns = fixture({ identify: (path) => { throw KnitError.invalid('netns_path', `${path} is not a network namespace`); }, goneChecker: () => () => false, relation: () => 'none' });
   for (const call of [() => notNetns.manager.plan(request()), () => notNetns.manager.attach(request())]) {
     t.is((await t.throwsAsync(call(), { instanceOf: KnitError }))?.details.field, 'netns_path');
   }

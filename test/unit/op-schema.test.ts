@@ -32,7 +32,7 @@ const SAMPLES: Op[] = [
   }),
   full<MacvlanOp>({
     op: 'link.add', kind: 'macvtap', name: 'm0', mtu: 1500, mac: '02:00:00:00:00:04', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
-    parent: 'a0', mode: 'bridge',
+    parent: 'a0', mode: 'bridge', index: 9000,
   }),
   full<Variant<'ifb'>>({ op: 'link.add', kind: 'ifb', name: 'ifb9', mtu: 1500, mac: '02:00:00:00:00:09', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' } }),
   full<Variant<'vxlan'>>({

@@ -141,18 +141,26 @@ test('concurrent puts for one id land in call order: the last one wins, in memor
   t.deepEqual(reopened.get('sb'), { seq: 99 });
 });
 
-test('get answers a document equal to what open() reads back, the same object on every read, never the one put', async (t) => {
+test('get answers a document equal to what open() reads back, a fresh parse on every read, never the one put', async (t) => {
   const dir = await tempDir(t, 'read-back');
-  const store = await RecordStore.open<{ n: number; at?: unknown; gone?: unknown }>(dir);
+  const store = await RecordStore.open<{ n?: number; at?: unknown; gone?: unknown; d?: string }>(dir);
   const doc = { n: 1, at: new Date(0), gone: undefined };
   await store.put('sb', doc);
   doc.n = 2;
   const first = store.get('sb');
   t.deepEqual(first, { n: 1, at: '1970-01-01T00:00:00.000Z' }, 'as JSON has it: a date as text, undefined left out');
-  t.is(store.get('sb'), first, 'parsed once');
+  t.not(store.get('sb'), first, 'held as text, parsed at each read: a caller cannot change what the next one reads');
+  t.deepEqual(store.get('sb'), first);
   t.deepEqual([...store.values()], [first]);
   t.deepEqual([...store.entries()], [['sb', first]]);
   t.deepEqual((await RecordStore.open(dir)).get('sb'), first);
+  // Characters above U+00FF are written as \u escapes (the text stays one byte per character)
+  // and read back as they were.
+  await store.put('wide', { d: 'kn0 ↔ eth0, é' });
+  t.deepEqual(store.get('wide'), { d: 'kn0 ↔ eth0, é' });
+  t.deepEqual((await RecordStore.open(dir)).get('wide'), { d: 'kn0 ↔ eth0, é' });
+  const texts = await Promise.all((await readdir(dir)).map((f) => readFile(path.join(dir, f), 'utf8')));
+  t.true(texts.some((text) => text.includes('kn0 \\u2194 eth0, é')));
   // A document with no JSON form is refused at the put, and nothing is written.
   await t.throwsAsync(store.put('none', undefined as never), { instanceOf: KnitError, message: /would not load back/ });
   t.false(store.has('none'));
@@ -257,4 +265,19 @@ test('prepare refuses a document its schema would reject, as put does', async (t
   const store = await RecordStore.open(dir, z.object({ n: z.number() }));
   t.throws(() => store.prepare('sb', { n: 'x' } as never), { instanceOf: KnitError, message: /would not load back/ });
   t.is(store.get('sb'), undefined);
+});
+
+test('tally counts records by their summarize() tag without reading them, through writes, removes and a reopen', async (t) => {
+  const dir = await tempDir(t, 'tally');
+  const summarize = (doc: unknown) => (doc as { state: string }).state;
+  const store = await RecordStore.open<{ state: string }>(dir, undefined, { summarize });
+  await store.put('a', { state: 'attaching' });
+  await store.put('b', { state: 'attached' });
+  await store.put('a', { state: 'attached' });
+  t.deepEqual(Object.fromEntries(store.tally()), { attached: 2 });
+  await store.remove('b');
+  await store.put('c', { state: 'detaching' });
+  t.deepEqual(Object.fromEntries(store.tally()), { attached: 1, detaching: 1 });
+  t.deepEqual(Object.fromEntries((await RecordStore.open(dir, undefined, { summarize })).tally()), { attached: 1, detaching: 1 });
+  t.is((await RecordStore.open(dir)).tally().size, 0, 'no summarize, no tally');
 });

@@ -3,6 +3,7 @@
 import test from 'ava';
 import { createHash } from 'node:crypto';
 import { kataStrategy } from '../../runtimes/kata/index.js';
+import type { PrepareContext } from '../../src/base/strategy.js';
 import { strategies } from '../../runtimes/index.js';
 import { KnitError } from '../../src/base/errors.js';
 import type { InterfaceRequest } from '../../src/base/types.js';
@@ -101,6 +102,36 @@ test('macvtap: bridge-mode macvtap on an address-less veth, guest MAC on the mac
   t.like(h, { model: 'macvtap', device: 'macvtap', name: 'tap0_kata', queues: 2, mac: '0a:58:0a:58:00:05', podIpsOn: 'guest' });
   t.is(h.guest.ips.length, 2);
   t.deepEqual(plan.ips.map((ip) => plan.interfaces[ip.interface].name), ['tap0_kata', 'tap0_kata']);
+});
+
+test("macvtap ifindex: prepare takes the first index from the sandbox's own start whose /dev/tap node is free and no attach in flight takes; none without a way to look", async (t) => {
+  const input = makeInput('kata', [eth0({ mode: 'macvtap' })]);
+  const asked: string[] = [];
+  const locked: string[] = [];
+  let first: number | undefined;
+  const ctx = (taken: (index: number) => boolean, busy: (index: number) => boolean) => ({
+    runOps: async () => [], sysfsRoot: '/sys', holderOf: () => undefined,
+    // A busy index is held by this very attach (another of its interfaces took it): taken all the same.
+    lock: (key: string) => (locked.push(key), busy(Number(key.split(':')[1])) ? SANDBOX : undefined),
+    pathExists: (p: string) => (asked.push(p), taken(Number(p.slice('/dev/tap'.length)))),
+  }) as unknown as PrepareContext;
+  const free = (await kataStrategy.prepare!(input, ctx(() => false, () => false))) as { macvtapIndex: number };
+  first = free.macvtapIndex;
+  t.true(first >= 8192 && first < 8192 + 0x10000);
+  t.deepEqual(asked, [`/dev/tap${first}`]);
+  t.deepEqual(locked, [`macvtap-ifindex:${first}`]);
+  // The same sandbox and interface start at the same place; a taken node and a busy index are passed over.
+  const start = first;
+  const next = (i: number) => 8192 + ((start - 8192 + i) % 0x10000);
+  const picked = (await kataStrategy.prepare!(input, ctx((i) => i === next(0), (i) => i === next(1)))) as { macvtapIndex: number };
+  t.is(picked.macvtapIndex, next(2));
+  const plan = kataStrategy.planInterface({ ...input, prepared: picked });
+  t.is((plan.steps.find((s) => s.do.op === 'link.add' && s.do.kind === 'macvtap')!.do as { index?: number }).index, next(2));
+  // Other models pick nothing; a context that cannot look leaves the kernel's pick.
+  t.is(await kataStrategy.prepare!(makeInput('kata', [eth0()]), ctx(() => false, () => false)), undefined);
+  const { pathExists: _, ...blind } = ctx(() => false, () => false) as PrepareContext & { pathExists?: unknown };
+  t.is(await kataStrategy.prepare!(input, blind as PrepareContext), undefined);
+  t.false('index' in (kataStrategy.planInterface(input).steps.find((s) => s.do.op === 'link.add' && s.do.kind === 'macvtap')!.do));
 });
 
 test('host-tap (bridge network): a host tap on the bridge, nothing in the netns, and the DAN file', (t) => {

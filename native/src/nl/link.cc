@@ -155,6 +155,9 @@ Request LinkAddRequest(const Fields& f, const std::string& kind, const char* pee
   RequestBuilder r(RTM_NEWLINK, kAck | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ECHO, ReplyKind::Echo);
   ifinfomsg ifi{};
   if (up) ifi.ifi_flags = ifi.ifi_change = IFF_UP;
+  // A macvtap's character device is /dev/tap<ifindex>, named host-wide after an index that is
+  // unique only in its netns: the caller picks one no other macvtap's node holds.
+  if ((kind == "macvlan" || kind == "macvtap") && f.Has("index")) ifi.ifi_index = static_cast<int>(f.U32("index", 1, INT32_MAX));
   r.b.Struct(&ifi, sizeof ifi);
   PutCommon(r, f);
   r.echoName = f.Str("name");

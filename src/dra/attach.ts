@@ -1,0 +1,89 @@
+// Into the pod at its attach: when a pod's network is set up (a knit.v1 or KNI Attach naming
+// the pod's UID, or a knit-cni ADD with K8S_POD_UID), knit adds one interface per device it
+// prepared for that pod's claims, with the claim's config, and the runtime strategies
+// (runtimes/with-devices) do the rest: the VF netdev moved in and configured, the RDMA device
+// moved in exclusive mode, the VFIO hand-off for a VM runtime. Detach gives them back with the
+// rest of the sandbox. The kubelet prepares claims before it creates the sandbox; a claim of
+// the pod whose Prepare has not finished makes the attach fail retryably (UNAVAILABLE, CNI 11),
+// naming the claim: never a pod without its device.
+import { CniCode, KnitError } from '../base/errors.js';
+import type { AttachRequest, AttachResult, InterfaceRequest, SandboxService } from '../base/types.js';
+import type { DeviceParameters } from '../devices/params.js';
+import { claimWhat, type ClaimRecord } from './claim-record.js';
+import type { DraDriver } from './driver.js';
+import { DRA_INTERFACES_LABEL } from './labels.js';
+
+/** Prepare already set these on the PF; the attach must not set (and later undo) them again. */
+const PF_ONLY: (keyof DeviceParameters)[] = ['vlan', 'qos', 'vlanProto', 'spoofchk', 'trust', 'minTxRate', 'maxTxRate', 'linkState'];
+
+function attachParameters(p: DeviceParameters): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...p };
+  for (const key of PF_ONLY) delete out[key];
+  return out;
+}
+
+/** The interfaces the pod's prepared claims add, in a stable order (claim, then result). */
+export function claimInterfaces(claims: ClaimRecord[], taken: Set<string>): InterfaceRequest[] {
+  const out: InterfaceRequest[] = [];
+  let vfio = 0;
+  for (const c of claims) {
+    for (const d of c.devices) {
+      const name = d.mode === 'vfio' ? `vfio${vfio++}` : (d.parameters.interfaceName ?? d.netdev ?? `net-${d.device}`.slice(0, 15));
+      if (taken.has(name)) {
+        const field = d.parameters.interfaceName !== undefined ? 'parameters.interfaceName' : 'the host name of its netdev';
+        throw new KnitError('ALREADY_EXISTS', `${claimWhat(c)} device ${d.device}: interface name ${name} (${field}) is also an interface of the attach request`);
+      }
+      taken.add(name);
+      out.push({ name, device: { pool: d.pool, name: d.device, parameters: { ...attachParameters(d.parameters) } } });
+    }
+  }
+  return out;
+}
+
+export interface ClaimedDevicesHooks {
+  /** After an attach that added claim interfaces (KEP-4817 status). */
+  onAttached?(req: AttachRequest, result: AttachResult, claims: ClaimRecord[]): void;
+}
+
+/** The request with the pod's claimed devices added; unchanged for a pod with none. */
+export function withPodDevices(req: AttachRequest, driver: DraDriver): { req: AttachRequest; claims: ClaimRecord[] } {
+  if (!req.podUid) return { req, claims: [] };
+  const { prepared, pending } = driver.claimsOfPod(req.podUid);
+  const pod = `${req.podNamespace || '?'}/${req.podName || '?'} (uid ${req.podUid})`;
+  if (pending.length) {
+    const c = pending[0]!;
+    throw new KnitError('UNAVAILABLE', `pod ${pod}: ${claimWhat(c)} (uid ${c.uid}) is not prepared on this node yet (${c.state}); try again`, { cniCode: CniCode.tryAgainLater });
+  }
+  if (!prepared.length) return { req, claims: [] };
+  const added = claimInterfaces(prepared, new Set(req.interfaces.map((i) => i.name)));
+  return {
+    req: { ...req, interfaces: [...req.interfaces, ...added], labels: { ...req.labels, [DRA_INTERFACES_LABEL]: added.map((i) => i.name).join(',') } },
+    claims: prepared,
+  };
+}
+
+/** The service the API and the CNI frontend call, with attach (and its preview) adding devices. */
+export function withClaimedDevices(inner: SandboxService, driver: DraDriver, hooks: ClaimedDevicesHooks = {}): SandboxService {
+  const attach = async (req: AttachRequest) => {
+    const { req: full, claims } = withPodDevices(req, driver);
+    const result = await inner.attach(full);
+    if (claims.length) hooks.onAttached?.(full, result, claims);
+    return result;
+  };
+  const plan = (req: AttachRequest) => inner.plan(withPodDevices(req, driver).req);
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'attach') return attach;
+      if (key === 'plan') return plan;
+      const v = Reflect.get(target, key, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/** The sandbox whose attach holds a PCI device (Unprepare waits for it). A sandbox whose Detach
+ * has answered holds nothing any more: its devices were given back before the answer. */
+export function sandboxHoldingIn(service: Pick<SandboxService, 'list'>) {
+  return async (pciAddress: string): Promise<string | undefined> =>
+    (await service.list()).find((r) => r.state !== 'detaching' && r.result?.interfaces.some((i) => i.pciId === pciAddress))?.request.sandboxId;
+}

@@ -1,0 +1,42 @@
+// What `knit serve` loads before it needs it: the packages its static import graph reaches,
+// from the compiled entry points (what node actually loads). A node pays for every module it
+// loads for as long as the daemon runs (bench/README.md, "Memory"), so a package a node may
+// never use is imported where the feature that needs it starts (`await import(...)` inside
+// it; docs/architecture.md, "What a node loads"), never at the top of a module `serve` reaches.
+import test from 'ava';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const build = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The packages serve's static imports reach (relative imports followed, dynamic ones not). */
+function staticPackages(entry: string): Set<string> {
+  const packages = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file) || !existsSync(file)) return;
+    seen.add(file);
+    const js = readFileSync(file, 'utf8');
+    // `import x from '…'`, `import { … } from '…'` (possibly over lines), `export … from '…'`, `import '…'`
+    for (const m of js.matchAll(/^(?:import|export)\s(?:[^;'"]*?\sfrom\s)?\s*['"]([^'"]+)['"]/gm)) {
+      const spec = m[1]!;
+      if (spec.startsWith('.')) visit(path.resolve(path.dirname(file), spec));
+      else if (!spec.startsWith('node:')) packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  };
+  visit(entry);
+  return packages;
+}
+
+test('knit serve loads only its API, validation and logging packages up front', (t) => {
+  const loaded = staticPackages(path.join(build, 'src', 'daemon', 'serve.js'));
+  t.deepEqual([...loaded].sort(), ['@grpc/grpc-js', '@grpc/proto-loader', 'pino', 'zod']);
+  for (const lazy of ['yaml', 'prom-client', '@kubernetes/client-node']) t.false(loaded.has(lazy), lazy);
+});
+
+test('the knit command loads the daemon only for serve', (t) => {
+  const cli = staticPackages(path.join(build, 'src', 'cli', 'main.js'));
+  t.false(cli.has('pino'), 'pino is the daemon\'s');
+  t.false(cli.has('yaml'));
+});
