@@ -31,6 +31,7 @@
         "native/src/nl/addr.cc",
         "native/src/nl/route.cc",
         "native/src/nl/neigh.cc",
+        "native/src/nl/fdb.cc",
         "native/src/nl/tbf.cc",
         "native/src/nl/tc.cc",
         "native/src/nl/vf.cc",

@@ -20,6 +20,7 @@ APT_PACKAGES=(
   file         # tests check what the guest image files are
   podman containerd # unmodified CNI clients of knit-cni (test/e2e/cni-*.test.ts)
   iperf3       # bandwidth limits: test/kernel/bandwidth.test.ts measures the shaped rate
+  bird2        # BGP across node netns: test/kernel/cluster-bgp.test.ts (creates group bird, gid 107 here)
   python3-grpcio # the bench's C-core gRPC client (what a Go or C caller of knit pays)
   debootstrap buildah # scripts/build-image.sh: knit's OCI image (test/e2e/image.test.ts)
   umoci        # packs the CRI test's pause image (test/e2e/cni-cri.test.ts, cni-containerd.test.ts)

@@ -15,7 +15,7 @@
 import { parkLink } from '../../src/net/retire.js';
 import type { Step } from '../../src/base/plan.js';
 import type { ResultRoute } from '../../src/base/types.js';
-import { aliasTag, hostIfName, podMac, reapGroup, sandboxTagPrefix } from '../../src/base/names.js';
+import { aliasTag, hostIfName, podMac, reapGroup, ROUTE_PROTOCOL, sandboxTagPrefix } from '../../src/base/names.js';
 import type { InterfaceInput, InterfacePlan, PlannedIp } from '../../src/base/strategy.js';
 import { interfaceIndex } from './binding-options.js';
 import { planBandwidth } from './bandwidth.js';
@@ -78,7 +78,9 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
       const host = `${a.address}/${a.family === 4 ? 32 : 128}`;
       steps.push({
         description: `host route ${a.address} via ${veth.hostName}`,
-        do: { op: 'route.add', dst: host, link: veth.hostName, scope: 'link' },
+        // knit's route protocol: a BGP speaker on the node exports the node's block, never
+        // these (docs/cluster.md), and knit's cluster reconciler leaves them to this plan.
+        do: { op: 'route.add', dst: host, link: veth.hostName, scope: 'link', protocol: ROUTE_PROTOCOL },
         undo: { op: 'route.del', dst: host, link: veth.hostName },
       });
     }

@@ -73,7 +73,7 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
 
     List: call('List', async () => ({ sandboxes: (await service.list()).map(recordToWire) })),
 
-    NodeStatus: call('NodeStatus', async () => nodeStatusToWire(await service.nodeStatus())),
+    NodeStatus: call('NodeStatus', async (req) => nodeStatusToWire(await service.nodeStatus({ checkNode: req.check_node === true }))),
 
     GarbageCollect: call('GarbageCollect', async (req) => {
       const gc = validateGarbageCollect(req);

@@ -135,6 +135,11 @@ export interface WireNodeStatus {
     ready: boolean;
     cni_status: string;
     pools: { family: number; subnet: string; size: string; used: string; free: string }[];
+    cross_node: string;
+    node_subnets: string[];
+    peers: { node: string; subnets: string[]; via: string; in_place: boolean; problem: string }[];
   }[];
   sandboxes: number;
+  cluster?: { node: string; source: string; state: string; detail: string };
+  cluster_differences: string[];
 }

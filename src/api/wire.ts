@@ -200,8 +200,13 @@ export function nodeStatusToWire(s: NodeStatus): WireNodeStatus {
         used: uint64(p.used),
         free: uint64(p.free),
       })),
+      cross_node: n.crossNode ?? '',
+      node_subnets: n.nodeSubnets ?? [],
+      peers: (n.peers ?? []).map((p) => ({ node: p.node, subnets: p.subnets, via: p.via ?? '', in_place: p.inPlace, problem: p.problem ?? '' })),
     })),
     sandboxes: s.sandboxes,
+    ...(s.cluster && { cluster: s.cluster }),
+    cluster_differences: s.clusterDifferences ?? [],
   };
 }
 

@@ -90,3 +90,30 @@ export function isOwnHostPortTable(name: string): boolean {
   const m = /^hostports-(.+)-[0-9a-f]{12}$/.exec(name);
   return m?.[1] === instance;
 }
+
+/** rtm_protocol of every route knit programs for the cluster (its node's block, its peers'
+ * blocks, its routed pods' /32 and /128): 201, unnamed in iproute2's rt_protos and used by no
+ * routing daemon or CNI we know of (kernel 2, boot 3, static 4, zebra 11, bird 12, kube-router
+ * 17, Calico's Felix 80, bgp 186). A BGP speaker exports exactly these (docs/cluster.md), and knit
+ * changes and removes no route without it. Stable: changing it would orphan routes on upgrade. */
+export const ROUTE_PROTOCOL = 201;
+
+/** The node's own block route (blackhole) sits behind any route that reaches a pod (the
+ * bridge's connected route, a routed pod's /32): it only catches what no pod holds. */
+export const BLOCK_ROUTE_METRIC = 4_242;
+
+/** Alias of a network's VXLAN device (crossNode vxlan). */
+export function vtepAliasTag(network: string): string {
+  return `${networkAliasTag(network)};if=vtep`;
+}
+
+/** A VTEP's MAC: from the node and network names, so it survives restarts and a re-made
+ * device, and the peers' FDB entries for it stay right. Locally administered, unicast. */
+export function vtepMac(nodeName: string, network: string): string {
+  return ['0e', ...digest('vtep', nodeName, network).slice(0, 10).match(/../g)!].join(':');
+}
+
+/** This knit's nftables table (family inet) for pod traffic leaving the cluster. */
+export function clusterNatTable(): string {
+  return `${instance}-cluster`;
+}

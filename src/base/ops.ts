@@ -129,11 +129,19 @@ export interface RouteOp extends Tolerant {
   /** RTAX_MTU */
   mtu?: number;
   src?: string;
+  /** The route's owner (rtm_protocol, 1-255). Default on add: 3 (boot). A delete that names it
+   * removes only a route of that owner. knit's cluster and routed-pod routes carry
+   * ROUTE_PROTOCOL (src/base/names.ts). */
+  protocol?: number;
+  /** blackhole / unreachable: no gateway, no link; what matches is dropped (or refused). */
+  type?: 'unicast' | 'blackhole' | 'unreachable';
 }
 export interface RouteListOp { op: 'route.list'; family?: 4 | 6; table?: number }
 
 export interface NeighAddOp extends Tolerant {
-  op: 'neigh.add';
+  /** neigh.replace creates the entry or overwrites it (NLM_F_REPLACE); neigh.add fails with
+   * EEXIST when one is there. */
+  op: 'neigh.add' | 'neigh.replace';
   link: LinkRef;
   address: string;
   /** Required for a permanent entry; absent for a proxy entry. */
@@ -145,6 +153,12 @@ export interface NeighAddOp extends Tolerant {
 export interface NeighDelOp extends Tolerant { op: 'neigh.del'; link: LinkRef; address: string; proxy?: boolean }
 export type NeighOp = NeighAddOp | NeighDelOp;
 export interface NeighListOp { op: 'neigh.list'; link?: LinkRef; family?: 4 | 6 }
+
+/** A static entry in a VXLAN device's own forwarding table (`bridge fdb replace MAC dev LINK
+ * dst IP self permanent`): frames for `mac` go to the remote VTEP at `dst`. A delete names the
+ * entry by (link, mac, dst). */
+export interface FdbOp extends Tolerant { op: 'fdb.replace' | 'fdb.del'; link: LinkRef; mac: string; dst?: string }
+export interface FdbListOp { op: 'fdb.list'; link?: LinkRef }
 
 export interface QdiscOp extends Tolerant {
   op: 'qdisc.add' | 'qdisc.del';
@@ -218,7 +232,7 @@ export interface TunOpenOp {
 
 export type Op =
   | LinkAddOp | LinkSetOp | LinkDelOp | LinkDelGroupOp | LinkGetOp | LinkListOp | LinkEvictOp
-  | AddrOp | AddrListOp | RouteOp | RouteListOp | NeighOp | NeighListOp
+  | AddrOp | AddrListOp | RouteOp | RouteListOp | NeighOp | NeighListOp | FdbOp | FdbListOp
   | QdiscOp | TbfQdiscAddOp | TbfQdiscDelOp | QdiscListOp | RedirectFilterAddOp | FilterDelOp | FilterListOp
   | VfSetOp | SysctlSetOp | SysctlGetOp | TunAddOp | TunOpenOp;
 
@@ -333,8 +347,10 @@ export interface VfInfo {
 }
 
 export interface AddrInfo { index: number; family: 4 | 6; address: string; prefixLen: number; peer?: string; scope: string; flags: string[] }
-export interface RouteInfo { family: 4 | 6; dst: string; gateway?: string; index?: number; table: number; metric?: number; scope: string; protocol: string; mtu?: number; onlink?: boolean; src?: string }
+/** protocol: the kernel's name for the well-known owners (kernel, boot, static, ...), else the number as text ("201"). */
+export interface RouteInfo { family: 4 | 6; dst: string; gateway?: string; index?: number; table: number; metric?: number; scope: string; protocol: string; type: string; mtu?: number; onlink?: boolean; src?: string }
 export interface NeighInfo { index: number; family: 4 | 6; address: string; lladdr?: string; state: string[]; proxy: boolean }
+export interface FdbInfo { index: number; mac: string; dst?: string; state: string[]; self: boolean; master?: number }
 export interface QdiscInfo {
   index: number; kind: string; handle: string; parent: string;
   /** tbf: its rate in bytes per second and its queue limit in bytes. */
@@ -356,8 +372,10 @@ export interface OpResults {
   'addr.list': { addrs: AddrInfo[] };
   'route.add': ChangeResult; 'route.replace': ChangeResult; 'route.del': ChangeResult;
   'route.list': { routes: RouteInfo[] };
-  'neigh.add': ChangeResult; 'neigh.del': ChangeResult;
+  'neigh.add': ChangeResult; 'neigh.replace': ChangeResult; 'neigh.del': ChangeResult;
   'neigh.list': { neighs: NeighInfo[] };
+  'fdb.replace': ChangeResult; 'fdb.del': ChangeResult;
+  'fdb.list': { fdb: FdbInfo[] };
   'qdisc.add': ChangeResult; 'qdisc.del': ChangeResult;
   'qdisc.list': { qdiscs: QdiscInfo[] };
   'filter.add': ChangeResult; 'filter.del': ChangeResult;
@@ -385,6 +403,7 @@ export interface OpResult {
   addrs?: AddrInfo[];
   routes?: RouteInfo[];
   neighs?: NeighInfo[];
+  fdb?: FdbInfo[];
   qdiscs?: QdiscInfo[];
   filters?: FilterInfo[];
   value?: string;

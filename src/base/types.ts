@@ -125,6 +125,33 @@ export interface NetworkStatus {
   cniStatus?: string;
   ready: boolean;
   pools: { family: 4 | 6; subnet: string; size: number; used: number; free: number }[];
+  /** A network that spans the cluster: how it reaches other nodes, this node's subnets, and
+   * each other node. */
+  crossNode?: 'routes' | 'vxlan' | 'none';
+  nodeSubnets?: string[];
+  peers?: ClusterPeerStatus[];
+}
+
+/** One other node, as a cluster network reaches it. */
+export interface ClusterPeerStatus {
+  node: string;
+  subnets: string[];
+  /** The node address its routes (or VTEP entries) go through. */
+  via?: string;
+  /** Its routes, neighbour and FDB entries are in the kernel as planned (crossNode none: some
+   * route to its block is, from a BGP speaker). */
+  inPlace: boolean;
+  /** Why it is not routed. */
+  problem?: string;
+}
+
+/** Where this node's view of the cluster comes from. */
+export interface ClusterSourceStatus {
+  node: string;
+  /** "config cluster.nodes", "in-cluster", "kubeconfig <path> ..." */
+  source: string;
+  state: string;
+  detail: string;
 }
 
 export interface NodeStatus {
@@ -135,6 +162,10 @@ export interface NodeStatus {
   schedulable: boolean;
   networks: NetworkStatus[];
   sandboxes: number;
+  cluster?: ClusterSourceStatus;
+  /** Asked for with checkNode: what the kernel's cluster routes, neighbours and FDB entries
+   * lack or hold beyond the node list. */
+  clusterDifferences?: string[];
 }
 
 export type WatchEvent =
@@ -164,7 +195,7 @@ export interface SandboxService {
    * carries fresh hand-off tokens only when `tokens` asks, as an Attach answer does. */
   lookup(sandboxId: string, opts?: { tokens?: boolean }): SandboxRecordView | undefined;
   list(): Promise<SandboxRecordView[]>;
-  nodeStatus(): Promise<NodeStatus>;
+  nodeStatus(opts?: { checkNode?: boolean }): Promise<NodeStatus>;
   garbageCollect(valid: { sandboxId: string; interface?: string }[]): Promise<{ removed: string[]; errors: string[] }>;
   plan(req: AttachRequest): Promise<{ steps: { description: string; op: unknown; undo?: unknown }[] }>;
   /** Hot-plug one interface into an attached sandbox; answers the sandbox's whole result. */

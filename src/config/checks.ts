@@ -7,7 +7,7 @@ import {
   cidrContains, cidrLast, cidrsOverlap, formatCidr, tryParseCidr, tryParseIp, type Cidr, type IpFamily,
 } from '../ipam/ip.js';
 import type { RawConfig, RawNetwork, RawPool } from './schema.js';
-import { ifnameProblem } from './schema.js';
+import { ifnameProblem, NODE_SUBNET } from './schema.js';
 
 export interface ConfigIssue {
   path: (string | number)[];
@@ -59,9 +59,18 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
     }
     if (net.cni) issue([...at, 'cni'], `is only for mode "cni"`);
     if (!net.ipv4 && !net.ipv6) issue(at, `network ${JSON.stringify(net.name)} needs an ipv4 or an ipv6 pool`);
+    checkCluster(config, net, at, issue);
     for (const [key, family] of [['ipv4', 4], ['ipv6', 6]] as const) {
       const pool = net[key];
       if (!pool) continue;
+      if (pool.subnet === NODE_SUBNET) {
+        // The node's podCIDR is learned at run time: nothing else of the pool can refer to it.
+        for (const k of ['gateway', 'rangeStart', 'rangeEnd'] as const) {
+          if (pool[k] !== undefined) issue([...at, key, k], `cannot be set when subnet is "${NODE_SUBNET}" (the gateway is the subnet's first address)`);
+        }
+        if (pool.reserved.length) issue([...at, key, 'reserved'], `cannot be set when subnet is "${NODE_SUBNET}"`);
+        continue;
+      }
       const cidr = checkPool(pool, family, [...at, key], issue);
       if (!cidr) continue;
       for (const prev of subnets) {
@@ -78,11 +87,45 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
   if (config.defaultNetwork !== undefined && !firstByName.has(config.defaultNetwork)) {
     issue(['defaultNetwork'], `${JSON.stringify(config.defaultNetwork)} is not one of the networks (${[...firstByName.keys()].join(', ')})`);
   }
+  checkClusterNodes(config, issue);
   if (config.handoffSocket === config.socket) issue(['handoffSocket'], `must differ from socket (${config.socket})`);
   if (config.cniSocket === config.socket || config.cniSocket === config.handoffSocket) {
     issue(['cniSocket'], `must differ from socket and handoffSocket (${config.cniSocket})`);
   }
   return issues;
+}
+
+/** A network that spans the cluster needs the cluster section; the literal node map must be
+ * usable as it stands (a malformed entry is an error at start, not a surprise later). */
+function checkCluster(config: RawConfig, net: RawNetwork, at: Path, issue: (p: Path, m: string) => void): void {
+  const fromNode = net.ipv4?.subnet === NODE_SUBNET || net.ipv6?.subnet === NODE_SUBNET;
+  if ((fromNode || net.crossNode) && !config.cluster) {
+    issue([...at, fromNode ? 'ipv4' : 'crossNode'], `needs the "cluster" section (where knit learns the nodes: cluster.nodes, or the Kubernetes API)`);
+  }
+  if (net.crossNode && net.mode === 'cni') issue([...at, 'crossNode'], 'is not for a "cni" network (its plugins decide how pods are reached)');
+  if (net.crossNode && !fromNode) issue([...at, 'crossNode'], `needs a subnet that is the node's ("${NODE_SUBNET}"): every node must have its own block`);
+  if (net.vxlan && net.crossNode !== 'vxlan') issue([...at, 'vxlan'], 'is only for crossNode "vxlan"');
+  for (const key of ['masquerade', 'nonMasqueradeCIDRs'] as const) {
+    if (net[key] !== undefined && !net.crossNode) issue([...at, key], 'is only for a network that spans the cluster (crossNode)');
+  }
+  // knit switches forwarding on these by sysctl key (net.ipv4.conf.<dev>.forwarding), where a dot separates.
+  if (net.crossNode && net.vxlan?.device?.includes('.')) issue([...at, 'vxlan', 'device'], 'must not contain "." on a network that spans the cluster (knit sets its forwarding sysctl)');
+  if (net.crossNode && net.bridge?.includes('.')) issue([...at, 'bridge'], 'must not contain "." on a network that spans the cluster (knit sets its forwarding sysctl)');
+  if (net.mode === 'routed' && net.crossNode === 'vxlan') issue([...at, 'crossNode'], '"vxlan" needs a bridge network (routed networks reach other nodes by routes or BGP)');
+}
+
+function checkClusterNodes(config: RawConfig, issue: (p: Path, m: string) => void): void {
+  for (const [name, node] of Object.entries(config.cluster?.nodes ?? {})) {
+    const at: Path = ['cluster', 'nodes', name];
+    const seen = new Set<number>();
+    node.podCIDRs.forEach((text, j) => {
+      const cidr = tryParseCidr(text);
+      if (!cidr) return;
+      if (cidr.address !== cidr.network) issue([...at, 'podCIDRs', j], `${JSON.stringify(text)} has host bits set (did you mean "${formatCidr(cidr)}"?)`);
+      if (seen.has(cidr.family)) issue([...at, 'podCIDRs', j], `is a second IPv${cidr.family} podCIDR (a node has one per family)`);
+      seen.add(cidr.family);
+    });
+  }
 }
 
 /** Check one pool; returns its subnet when the subnet itself is usable. */

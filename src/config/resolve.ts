@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import type { RawCni, RawConfig, RawDra, RawNetwork, RawPool, LOG_LEVELS } from './schema.js';
+import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
 import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
@@ -38,6 +38,24 @@ export interface NetworkConfig {
   ipv6?: PoolSettings;
   routes: RouteSettings[];
   dns?: DnsSettings;
+  /** Families whose subnet is the node's podCIDR (subnet "node"): their pool is filled in at
+   * run time from the cluster view (src/cluster/node-networks.ts), and absent here. */
+  nodeSubnet?: (4 | 6)[];
+  /** How pods on other nodes are reached; absent: not at all (a one-node network). */
+  crossNode?: 'routes' | 'vxlan' | 'none';
+  vxlan?: { vni: number; port: number; device: string };
+  /** With crossNode: masquerade what leaves the cluster, except to these. */
+  masquerade?: boolean;
+  nonMasqueradeCIDRs?: string[];
+}
+
+export interface ClusterSettings {
+  /** From the file, else $NODE_NAME, else the host name (resolved at start-up). */
+  nodeName?: string;
+  kubeconfig?: string;
+  nodes?: Record<string, { podCIDRs: string[]; internalIPs: string[] }>;
+  clusterCIDRs: string[];
+  serviceCIDRs: string[];
 }
 
 export interface KnitConfig {
@@ -62,6 +80,8 @@ export interface KnitConfig {
   kata: { danDir: string };
   /** Seconds between sweeps for sandboxes whose netns is gone; 0 is off (schema.ts). */
   goneNetnsSweepSeconds: number;
+  /** Set when a network spans the cluster. */
+  cluster?: ClusterSettings;
   defaultNetwork: string;
   networks: NetworkConfig[];
   /** The DRA driver (schema.ts); absent: off. */
@@ -71,10 +91,11 @@ export interface KnitConfig {
 export type DraSettings = RawDra;
 
 export function resolveConfig(raw: RawConfig): KnitConfig {
-  const { defaultNetwork, metricsAddress, networks, dra, ...rest } = raw;
+  const { defaultNetwork, metricsAddress, networks, cluster, dra, ...rest } = raw;
   return {
     ...rest,
     ...(metricsAddress !== undefined && { metricsAddress }),
+    ...(cluster && { cluster: resolveCluster(cluster) }),
     ...(dra !== undefined && { dra }),
     defaultNetwork: defaultNetwork ?? networks[0].name,
     networks: networks.map(resolveNetwork),
@@ -82,6 +103,7 @@ export function resolveConfig(raw: RawConfig): KnitConfig {
 }
 
 function resolveNetwork(net: RawNetwork): NetworkConfig {
+  const nodeSubnet = ([[4, net.ipv4], [6, net.ipv6]] as const).filter(([, p]) => p?.subnet === NODE_SUBNET).map(([f]) => f);
   return {
     name: net.name,
     mode: net.mode,
@@ -89,10 +111,27 @@ function resolveNetwork(net: RawNetwork): NetworkConfig {
     ...(net.mode === 'bridge' && { bridge: net.bridge ?? net.name }),
     mtu: net.mtu,
     hairpin: net.hairpin,
-    ...(net.ipv4 && { ipv4: resolvePool(net.ipv4, 4) }),
-    ...(net.ipv6 && { ipv6: resolvePool(net.ipv6, 6) }),
+    ...(net.ipv4 && net.ipv4.subnet !== NODE_SUBNET && { ipv4: resolvePool(net.ipv4, 4) }),
+    ...(net.ipv6 && net.ipv6.subnet !== NODE_SUBNET && { ipv6: resolvePool(net.ipv6, 6) }),
     routes: net.routes.map((r) => ({ dst: formatCidr(parseCidr(r.dst)), ...(r.gw !== undefined && { gw: normalizeIp(r.gw) }) })),
     ...(net.dns && { dns: { ...net.dns, nameservers: net.dns.nameservers.map(normalizeIp) } }),
+    ...(nodeSubnet.length && { nodeSubnet }),
+    ...(net.crossNode && { crossNode: net.crossNode }),
+    ...(net.crossNode === 'vxlan' && { vxlan: { vni: net.vxlan?.vni ?? 1, port: net.vxlan?.port ?? 8472, device: net.vxlan?.device ?? `knit-vx${net.vxlan?.vni ?? 1}` } }),
+    ...(net.crossNode && { masquerade: net.masquerade ?? true, nonMasqueradeCIDRs: (net.nonMasqueradeCIDRs ?? []).map((c) => formatCidr(parseCidr(c))) }),
+  };
+}
+
+function resolveCluster(c: RawCluster): ClusterSettings {
+  const cidrs = (list: string[]) => list.map((x) => formatCidr(parseCidr(x)));
+  return {
+    ...(c.nodeName !== undefined && { nodeName: c.nodeName }),
+    ...(c.kubeconfig !== undefined && { kubeconfig: c.kubeconfig }),
+    ...(c.nodes && {
+      nodes: Object.fromEntries(Object.entries(c.nodes).map(([name, n]) => [name, { podCIDRs: cidrs(n.podCIDRs), internalIPs: n.internalIPs.map(normalizeIp) }])),
+    }),
+    clusterCIDRs: cidrs(c.clusterCIDRs),
+    serviceCIDRs: cidrs(c.serviceCIDRs),
   };
 }
 

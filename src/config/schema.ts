@@ -55,8 +55,13 @@ const listenAddress = checked((v) => {
   return undefined;
 });
 
+/** A pool's subnet: a CIDR, or NODE_SUBNET for the node's own entry of this family in
+ * Node.spec.podCIDRs (or in cluster.nodes), learned at run time. */
+export const NODE_SUBNET = 'node';
+const subnetText = checked((v) => (v === NODE_SUBNET || tryParseCidr(v) ? undefined : `is not a valid CIDR (or "${NODE_SUBNET}": the node's podCIDR)`));
+
 const poolSchema = z.strictObject({
-  subnet: cidrText,
+  subnet: subnetText,
   /** Default: the first address after the network address. */
   gateway: ipText.optional(),
   rangeStart: ipText.optional(),
@@ -107,6 +112,48 @@ const networkSchema = z.strictObject({
   ipv6: poolSchema.optional(),
   routes: z.array(routeSchema).default([]),
   dns: dnsSchema.optional(),
+  /** How pods on other nodes are reached (docs/cluster.md). Absent: this network is the node's
+   * alone, as in a one-machine setup. routes: `podCIDR via <node IP>` per peer on the same
+   * link; vxlan: a VTEP and per peer route + neighbour + FDB entry; none: only the node's own
+   * block is announced (route protocol ROUTE_PROTOCOL) for a BGP speaker to export. */
+  crossNode: z.enum(['routes', 'vxlan', 'none']).optional(),
+  /** crossNode vxlan: the VTEP. Its pods' MTU is `mtu` less the encapsulation (50, or 70 on
+   * an IPv6 underlay). */
+  vxlan: z
+    .strictObject({
+      vni: z.number().int().min(1).max(16_777_215).default(1),
+      /** The Linux kernel's own default, which flannel uses too. */
+      port: z.number().int().min(1).max(65535).default(8472),
+      /** Default: "knit-vx<vni>". */
+      device: ifname.optional(),
+    })
+    .optional(),
+  /** With crossNode set: pod traffic to anything but the cluster's pod subnets, the service
+   * CIDRs and nonMasqueradeCIDRs leaves the node with the node's address (nftables). */
+  /** Default true. */
+  masquerade: z.boolean().optional(),
+  nonMasqueradeCIDRs: z.array(cidrText).optional(),
+});
+
+/** A node as the literal map gives it (the fields knit reads of a Node object). */
+const staticNodeSchema = z.strictObject({
+  podCIDRs: z.array(cidrText).max(2).default([]),
+  internalIPs: z.array(ipText).max(2).default([]),
+});
+
+/** The cluster this node belongs to: where knit learns the nodes' pod subnets and addresses. */
+const clusterSchema = z.strictObject({
+  /** This node's name. Default: $NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host name. */
+  nodeName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS subdomain (a Kubernetes node name)').optional(),
+  /** A kubeconfig file for the API. Default: $KUBECONFIG, else the pod's ServiceAccount (in-cluster). */
+  kubeconfig: absolutePath.optional(),
+  /** The nodes, literally: for clusters without a pod CIDR allocator, and tests. With it set
+   * knit does not ask the Kubernetes API. */
+  nodes: z.record(z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS subdomain (a Kubernetes node name)'), staticNodeSchema).optional(),
+  /** The cluster's pod ranges (kube-controller-manager --cluster-cidr) and service ranges:
+   * never masqueraded. Every node's podCIDRs are left alone too, without being listed. */
+  clusterCIDRs: z.array(cidrText).default([]),
+  serviceCIDRs: z.array(cidrText).default([]),
 });
 
 /** A DNS subdomain (RFC 1123), as DRA driver names and attribute domains must be. */
@@ -175,6 +222,8 @@ export const configSchema = z.strictObject({
   /** Where SR-IOV / VFIO / RDMA devices are read and rebound. Only tests point it elsewhere
    * (a simulated tree: this machine has no SR-IOV hardware). */
   sysfsRoot: absolutePath.default('/sys'),
+  /** Set when a network spans the cluster (a "node" subnet, crossNode). */
+  cluster: clusterSchema.optional(),
   kata: z
     .strictObject({
       /** The only directory knit writes Kata DAN files in (binding.danDir may name one below
@@ -193,4 +242,5 @@ export type RawConfig = z.output<typeof configSchema>;
 export type RawNetwork = z.output<typeof networkSchema>;
 export type RawPool = z.output<typeof poolSchema>;
 export type RawCni = z.output<typeof cniSchema>;
+export type RawCluster = z.output<typeof clusterSchema>;
 export type RawDra = z.output<typeof draSchema>;

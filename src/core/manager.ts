@@ -442,8 +442,8 @@ export class SandboxManager implements SandboxService {
     return [...this.deps.records.values()].filter((r) => !this.answeredDetaches.has(r.sandboxId)).map(view);
   }
 
-  nodeStatus(): Promise<NodeStatus> {
-    return nodeStatus(this.deps);
+  nodeStatus(opts?: { checkNode?: boolean }): Promise<NodeStatus> {
+    return nodeStatus(this.deps, opts);
   }
 
   garbageCollect(valid: ValidAttachment[]) {

@@ -47,3 +47,14 @@ export async function removeNetwork(runner: ActionRunner, net: NetworkSpec): Pro
   const [{ link }] = await runner.runOps(undefined, [{ op: 'link.get', link: net.bridge }]).catch(() => [{ link: undefined }]);
   if (link?.alias === networkAliasTag(net.name)) await runner.runOps(undefined, [{ op: 'link.del', link: net.bridge, ignoreMissing: true }]);
 }
+
+/** A bridge whose subnet moved (a node's podCIDR changed while no pod held an address in it)
+ * loses the gateway address of the old one; ensureNetwork has added the new one. */
+export async function removeMovedGateways(runner: ActionRunner, old: NetworkSpec, next: NetworkSpec): Promise<void> {
+  if (next.mode !== 'bridge' || !old.bridge) return;
+  const gone = (['ipv4', 'ipv6'] as const).flatMap((k) => {
+    const pool = old[k];
+    return pool && pool.subnet !== next[k]?.subnet ? [`${pool.gateway}/${prefixOf(pool.subnet)}`] : [];
+  });
+  if (gone.length) await runner.runOps(undefined, gone.map((address) => ({ op: 'addr.del' as const, link: old.bridge!, address, ignoreMissing: true })));
+}

@@ -10,7 +10,8 @@ export function attachedCount(records: RecordStorePort<SandboxRecord>): number {
   return records.tally ? (records.tally().get('attached') ?? 0) : [...records.values()].filter((r) => r.state === 'attached').length;
 }
 
-export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions'>): Promise<NodeStatus> {
+export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions' | 'cluster'>, opts: { checkNode?: boolean } = {}): Promise<NodeStatus> {
+  const cluster = await deps.cluster?.status();
   const unready = new Map(deps.unreadyNetworks());
   const networks: NetworkStatus[] = [];
   for (const n of deps.networks().values()) {
@@ -21,7 +22,11 @@ export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'ne
       cniStatus = s.status;
       if (s.problem) unready.set(n.name, `CNI STATUS: ${s.problem}`);
     }
-    networks.push({ name: n.name, mode: n.mode, ready: !unready.has(n.name), pools, ...(cniStatus && { cniStatus }) });
+    const spans = cluster?.networks.find((c) => c.network === n.name);
+    networks.push({
+      name: n.name, mode: n.mode, ready: !unready.has(n.name), pools, ...(cniStatus && { cniStatus }),
+      ...(spans && { crossNode: spans.crossNode, nodeSubnets: spans.subnets, peers: spans.peers }),
+    });
   }
   const missing = deps.extensions.missingRequired();
   const reasons = [
@@ -37,5 +42,7 @@ export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'ne
     schedulable: exhausted.length === 0,
     networks,
     sandboxes: attachedCount(deps.records),
+    ...(cluster && { cluster: { node: cluster.node, source: cluster.source, state: cluster.state, detail: cluster.detail } }),
+    ...(opts.checkNode && { clusterDifferences: deps.cluster ? await deps.cluster.check() : ['this node has no cluster network (no "cluster" section in the config)'] }),
   };
 }

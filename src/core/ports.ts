@@ -1,6 +1,7 @@
 // What the sandbox manager needs from the rest of the daemon, as interfaces: the composition
 // root (src/daemon/serve.ts) plugs in the real record store, IPAM, netns checks, extensions and
 // action runner; the unit tests plug in fakes (test/unit/manager.test.ts).
+import type { ClusterNetworkStatus } from '../cluster/types.js';
 import type { NetworkSpec, Strategy } from '../base/strategy.js';
 import type { KnitError } from '../base/errors.js';
 import type { AttachRequest, AttachResult, Extension, RuntimeKind } from '../base/types.js';
@@ -104,4 +105,13 @@ export interface ManagerDeps {
   /** Conditions an operator must see in NodeStatus.message that do not make the node unready
    * (e.g. queued CNI DELs that gave up). */
   conditions?: () => Promise<string[]>;
+  /** A network that spans the cluster: the node's view (src/daemon/cluster.ts). */
+  cluster?: ClusterPort;
+}
+
+export interface ClusterPort {
+  /** Reads the kernel: each peer's inPlace is as of now. */
+  status(): Promise<{ node: string; source: string; state: string; detail: string; networks: ClusterNetworkStatus[] }>;
+  /** What the kernel lacks or holds beyond the node list; changes nothing. */
+  check(): Promise<string[]>;
 }

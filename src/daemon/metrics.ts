@@ -24,6 +24,10 @@ export class KnitMetrics {
   readonly sandboxesReaped = new Counter('knit_sandboxes_reaped_total', 'Sandboxes knit detached on its own, by reason (netns-gone: their network namespace no longer exists).', ['reason']);
   readonly cniDeletesFailed = new Counter('knit_cni_queued_deletes_failed_total', 'Queued CNI DELs that gave up after their retries (moved to the queue\'s failed/).');
   readonly cniDeletesFailedPending = new Gauge('knit_cni_queued_deletes_failed', 'Files in the CNI delete queue\'s failed/ (an operator has to look at them).');
+  readonly clusterPeers = new Gauge('knit_cluster_peers', 'Other nodes per network, by whether their routes are in place (state in_place or not_routed).', ['network', 'state']);
+  readonly clusterReconcileSeconds = new Histogram('knit_cluster_reconcile_duration_seconds', 'From a change of the cluster view to the kernel holding its routes, neighbours and FDB entries.', LATENCY_BUCKETS, ['outcome']);
+  readonly clusterSourceState = new Gauge('knit_cluster_node_source_state', '1 for the state the node list is in (starting, synced, unreachable), 0 for the others.', ['state']);
+  readonly clusterSubnetConflicts = new Gauge('knit_cluster_subnet_conflicts', 'Networks whose node subnet changed while pods hold addresses in the old one.');
   readonly draRegistrations = new Counter('knit_dra_registrations_total', 'The kubelet\'s NotifyRegistrationStatus calls to the DRA plugin, by outcome (registered "true" or "false").', ['registered']);
   readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, ignored, dropped) and detail (the answer\'s kind, or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
   readonly dhcpResponders = new Gauge('knit_dhcp_responders', 'Guest taps knit answers DHCP and router solicitations on.');
@@ -47,7 +51,8 @@ export class KnitMetrics {
   }
 
   render(): string {
-    const own = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending, this.draRegistrations, this.dhcpFrames, this.dhcpResponders];
+    const own = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending, this.draRegistrations, this.dhcpFrames, this.dhcpResponders,
+      this.clusterPeers, this.clusterReconcileSeconds, this.clusterSourceState, this.clusterSubnetConflicts];
     return own.map((m) => m.render()).join('') + (this.runtime?.render() ?? '');
   }
 }

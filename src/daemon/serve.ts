@@ -5,7 +5,7 @@ import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import pino from 'pino';
-import { diffNetworks, loadConfig, watchConfig, type KnitConfig } from '../config/index.js';
+import { diffNetworks, loadConfig, watchConfig, type KnitConfig, type NetworkConfig } from '../config/index.js';
 import { refuseInsecureDirs } from '../config/permissions.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
@@ -16,7 +16,7 @@ import type { ManagerHooks } from '../core/ports.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { attachedCount } from '../core/node-status.js';
-import { ensureNetwork, removeNetwork } from '../core/networks.js';
+import { ensureNetwork, removeMovedGateways, removeNetwork } from '../core/networks.js';
 import { setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
 import type { Extension, SandboxService } from '../base/types.js';
@@ -38,6 +38,7 @@ import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
 import { installProblems, installRecordPath } from '../cni-frontend/install.js';
 import { makePeerGate } from '../api/peer-gate.js';
+import type { ClusterController } from './cluster.js';
 
 export interface ServeOptions {
   config?: string;
@@ -49,8 +50,8 @@ const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocke
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
 
-export function networkSpecs(config: KnitConfig): Map<string, NetworkSpec> {
-  return new Map(config.networks.map((n) => [n.name, { ...n, ipv6PerDeviceForwarding }]));
+export function networkSpecs(networks: NetworkConfig[]): Map<string, NetworkSpec> {
+  return new Map(networks.map((n) => [n.name, { ...n, ipv6PerDeviceForwarding }]));
 }
 
 /** From SIGTERM to exit at the latest: calls get 2 s of grace, the reaper's last batch the rest. */
@@ -80,7 +81,32 @@ export async function serve(opts: ServeOptions): Promise<void> {
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
     beforeAdd: beforeCniAdd,
   });
-  const ipam = new Ipam(config.networks);
+  const metrics = new KnitMetrics();
+  // A network that spans the cluster takes its subnet from the node list: the controller (and,
+  // without a literal list, src/kube) exists only then, so `knit serve` alone loads neither.
+  let cluster: ClusterController | undefined;
+  const ipam = new Ipam([]);
+  if (config.cluster) {
+    const { ClusterController: Controller, clusterNodeName, openNodeSource } = await import('./cluster.js');
+    const nodeName = clusterNodeName(config.cluster);
+    cluster = new Controller({
+      config: () => config,
+      runner,
+      log,
+      metrics,
+      source: await openNodeSource(config.cluster, log),
+      nodeName,
+      held: (network, family) => ipam.holdings().some((h) => h.network === network && h.family === family),
+      onNetworks: (networks) => useNetworks(networks),
+      ipv6PerDeviceForwarding,
+      cacheFile: path.join(config.runDir, 'cluster-nodes.json'),
+    });
+    await cluster.begin();
+    log.info({ node: nodeName, nodes: (await cluster.status()).source }, 'cluster view');
+  }
+  /** The networks as IPAM and the strategies see them: node subnets filled in. */
+  const usable = (c: KnitConfig) => (cluster ? cluster.networksFor(c) : c.networks);
+  ipam.reconfigure(usable(config));
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
   /** Sets up the host side of networks; answers the ones that are not ready, with why. */
   const setUpNetworks = async (networks: KnitConfig['networks']) => {
@@ -93,13 +119,25 @@ export async function serve(opts: ServeOptions): Promise<void> {
     }
     return notReady;
   };
-  let unready = await setUpNetworks(config.networks);
-  let specs = networkSpecs(config);
+  let unready = await setUpNetworks(usable(config));
+  let specs = networkSpecs(usable(config));
+  /** A node subnet learned or changed: the bridge first, then the pools, then the switch. */
+  const useNetworks = async (networks: NetworkConfig[]) => {
+    const before = specs;
+    const nextUnready = await setUpNetworks(networks);
+    ipam.reconfigure(networks);
+    specs = networkSpecs(networks);
+    unready = nextUnready;
+    for (const net of networks) {
+      const old = before.get(net.name);
+      if (old) await removeMovedGateways(runner, old, net);
+    }
+  };
 
   const repaired = await recover(records, ipam, runner, reaper);
   log.info({ ...repaired, kept: repaired.kept.length }, 'start-up repair done');
-
-  const metrics = new KnitMetrics();
+  // Routes to the other nodes: adopted as found, only differences changed.
+  await cluster?.reconcileNow();
   const hooks: ManagerHooks = {
     ...planFailpoints,
     onAttach: (sandboxId, ms, err) => {
@@ -135,7 +173,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const manager = new SandboxManager({
     networks: () => specs,
     defaultNetwork: () => config.defaultNetwork,
-    unreadyNetworks: () => unready,
+    unreadyNetworks: () => (cluster ? new Map([...unready, ...cluster.notReady()]) : unready),
     records,
     ipam,
     runner,
@@ -149,6 +187,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     danDir: () => config.kata.danDir,
     pathExists: existsSync,
     conditions: cniDeleteConditions,
+    ...(cluster && { cluster }),
   });
   metrics.sandboxes.set({}, () => attachedCount(records));
   // The pools IPAM has now: a config reload adds and removes networks.
@@ -214,16 +253,24 @@ export async function serve(opts: ServeOptions): Promise<void> {
         refuseInsecureDirs(next); // a reload must not bring in what start-up refuses
         // New bridges first, then the pools (which refuse, keeping the old config, if a held
         // address would not fit), then the switch: attaches meanwhile see the old config whole.
-        const nextUnready = await setUpNetworks(next.networks);
-        ipam.reconfigure(next.networks);
+        // The node list of a literal map follows the file; the rest of "cluster" (where the
+        // list comes from, this node's name) waits for a restart.
+        const { nodes: _nodes, ...clusterRest } = next.cluster ?? {};
+        const { nodes: _old, ...clusterOld } = config.cluster ?? {};
+        if (JSON.stringify(clusterRest) !== JSON.stringify(clusterOld)) log.warn({ key: 'cluster' }, 'cluster settings other than cluster.nodes take effect at the next restart');
+        cluster?.replaceNodes(next.cluster?.nodes);
+        const nextNetworks = usable(next);
+        const nextUnready = await setUpNetworks(nextNetworks);
+        ipam.reconfigure(nextNetworks);
         const changes = diffNetworks(config.networks, next.networks);
         const needRestart = RESTART_KEYS.filter((k) => JSON.stringify(config[k]) !== JSON.stringify(next[k]));
         if (needRestart.length) log.warn({ networks: changes, keys: needRestart }, 'config reloaded; these keys take effect at the next restart');
         else log.info({ config: opts.config, networks: changes }, 'config reloaded');
         const dropped = config.networks.filter((old) => changes.removed.includes(old.name));
         config = next;
-        specs = networkSpecs(next);
+        specs = networkSpecs(nextNetworks);
         unready = nextUnready;
+        cluster?.schedule();
         // Unused by now (reconfigure refused otherwise): the bridges knit made for them go.
         for (const net of dropped) await removeNetwork(runner, net).catch((err: Error) => log.warn({ network: net.name, err: err.message }, 'cannot remove the bridge of a dropped network'));
       }, (err) => log.error({ err: err.message }, 'config reload rejected; keeping the running config'))
@@ -246,6 +293,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.exit(1);
   }, STOP_DEADLINE_MS).unref();
   stopWatch();
+  // The cross-node routes, VTEP and masquerade table stay: a restart must not interrupt traffic.
+  await cluster?.stop();
   cniDeletes.stop();
   stopLinkEvents();
   guestDhcp.close();

@@ -79,12 +79,19 @@ function describeOp(op: Op): { doing: string; object: string } {
     }
     case 'route.list': return { doing: 'listing routes', object: 'routes' };
     case 'neigh.add':
+    case 'neigh.replace':
     case 'neigh.del': {
       const kind = op.proxy ? 'proxy neighbour' : 'neighbour';
-      const verb = op.op === 'neigh.add' ? 'adding' : 'deleting';
+      const verb = op.op === 'neigh.add' ? 'adding' : op.op === 'neigh.replace' ? 'replacing' : 'deleting';
       return { doing: `${verb} ${kind} ${op.address} on ${ref(op.link)}`, object: `${kind} ${op.address}` };
     }
     case 'neigh.list': return { doing: 'listing neighbours', object: 'neighbours' };
+    case 'fdb.replace':
+    case 'fdb.del': {
+      const verb = op.op === 'fdb.replace' ? 'replacing' : 'deleting';
+      return { doing: `${verb} fdb entry ${op.mac}${op.dst ? ` dst ${op.dst}` : ''} on ${ref(op.link)}`, object: `fdb entry ${op.mac}` };
+    }
+    case 'fdb.list': return { doing: 'listing fdb entries', object: 'fdb entries' };
     case 'qdisc.add': return { doing: `adding ${op.kind} qdisc to ${ref(op.link)}`, object: `${op.kind} qdisc on ${ref(op.link)}` };
     case 'qdisc.del': return { doing: `removing ${op.kind} qdisc from ${ref(op.link)}`, object: `${op.kind} qdisc on ${ref(op.link)}` };
     case 'qdisc.list': return { doing: 'listing qdiscs', object: 'qdiscs' };

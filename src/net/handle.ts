@@ -50,8 +50,8 @@ const NativeHandle = native.Handle as NativeHandleClass;
 
 /** Ops the kernel answers without waiting on anything: fine to run on the JS thread. */
 const QUICK_OPS: ReadonlySet<Op['op']> = new Set<Op['op']>([
-  'link.get', 'link.list', 'addr.list', 'route.list', 'neigh.list', 'qdisc.list', 'filter.list', 'sysctl.get',
-  'addr.add', 'addr.del', 'route.add', 'route.replace', 'route.del', 'neigh.add', 'neigh.del', 'filter.add', 'filter.del',
+  'link.get', 'link.list', 'addr.list', 'route.list', 'neigh.list', 'fdb.list', 'qdisc.list', 'filter.list', 'sysctl.get',
+  'addr.add', 'addr.del', 'route.add', 'route.replace', 'route.del', 'neigh.add', 'neigh.replace', 'neigh.del', 'fdb.replace', 'fdb.del', 'filter.add', 'filter.del',
 ]);
 
 /** True when run() would execute this batch on the calling thread. */

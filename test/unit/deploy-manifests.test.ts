@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { DaemonSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Namespace, ServiceAccount } from 'kubernetes-models/v1';
+import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { parseConfigText } from '../../src/config/index.js';
 import { podSettings } from '../../src/cni-frontend/annotations.js';
 import { SHIM_NAME } from '../../src/cni-frontend/install.js';
@@ -20,6 +21,8 @@ const models: Record<string, new (data: any) => { validate(): void }> = {
   'v1 ConfigMap': ConfigMap,
   'v1 Namespace': Namespace,
   'v1 ServiceAccount': ServiceAccount,
+  'rbac.authorization.k8s.io/v1 ClusterRole': ClusterRole,
+  'rbac.authorization.k8s.io/v1 ClusterRoleBinding': ClusterRoleBinding,
 };
 
 /** deploy/kubevirt holds KubeVirt's and Multus' custom resources: checked on their own, below. */
@@ -48,7 +51,7 @@ const find = (kind: string, name: string) => all().find(({ o }) => o.kind === ki
 
 test('every manifest in deploy/ validates against the Kubernetes OpenAPI schema of its kind', (t) => {
   const found = all();
-  t.is(found.length, 5, `${found.length} objects`);
+  t.is(found.length, 7, `${found.length} objects`);
   for (const { file, o } of found) {
     const Model = models[`${o.apiVersion} ${o.kind}`];
     if (!Model) {
@@ -82,9 +85,12 @@ test('the DaemonSet runs knit as a node network daemon: every taint, node-critic
   const mounts = knit.volumeMounts.map((m: any) => m.mountPath);
   for (const p of ['/run/knit', '/var/lib/knit', '/run/netns', '/sys', '/etc/knit']) t.true(mounts.includes(p), p);
   t.truthy(knit.resources.requests && knit.resources.limits);
-  // RBAC: knit never calls the API server, so it gets no role and no token.
-  t.false(all().some(({ o }) => /Role/.test(o.kind)));
-  t.false(find('ServiceAccount', 'knit').automountServiceAccountToken);
+  // RBAC: knit reads Nodes and nothing else; the pod gets the token, and its node's name.
+  t.deepEqual(all().filter(({ o }) => /Role$/.test(o.kind)).map(({ o }) => o.rules), [[{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }]]);
+  const binding = find('ClusterRoleBinding', 'knit-nodes');
+  t.deepEqual([binding.roleRef.name, binding.subjects], ['knit-nodes', [{ kind: 'ServiceAccount', name: 'knit', namespace: 'knit-system' }]]);
+  t.true(spec.automountServiceAccountToken);
+  t.deepEqual(knit.env.find((e: any) => e.name === 'NODE_NAME').valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
 });
 
 test('deploy/config.yaml, the ConfigMap and the README example are the same text, and knit accepts it', (t) => {
@@ -94,6 +100,7 @@ test('deploy/config.yaml, the ConfigMap and the README example are the same text
   t.true(readme.includes('```yaml\n' + text + '```\n'), 'README shows deploy/config.yaml verbatim');
   const config = parseConfigText(text, 'deploy/config.yaml');
   t.deepEqual(config.networks.map((n) => n.name), ['pods']);
+  t.like(config.networks[0], { nodeSubnet: [4], crossNode: 'routes', masquerade: true });
   const install = find('DaemonSet', 'knit').spec.template.spec.initContainers[0].command as string[];
   t.is(install[install.indexOf('--network') + 1], 'pods', 'install-cni names a network the config has');
 });

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { native } from '../../src/net/native.js';
 import type {
   AddrListOp, AddrOp, FilterDelOp, FilterListOp, LinkAddOp, LinkDelGroupOp, LinkDelOp, LinkEvictOp, LinkGetOp, LinkListOp, LinkSetOp,
-  NeighAddOp, NeighDelOp, NeighListOp, Op, QdiscListOp, QdiscOp, TbfQdiscAddOp, TbfQdiscDelOp, RedirectFilterAddOp, RouteListOp, RouteOp, SysctlGetOp, SysctlSetOp,
+  NeighAddOp, NeighDelOp, NeighListOp, FdbOp, FdbListOp, Op, QdiscListOp, QdiscOp, TbfQdiscAddOp, TbfQdiscDelOp, RedirectFilterAddOp, RouteListOp, RouteOp, SysctlGetOp, SysctlSetOp,
   TunAddOp, TunOpenOp, VfSetOp,
 } from '../../src/base/ops.js';
 
@@ -55,13 +55,17 @@ const SAMPLES: Op[] = [
   ...(['route.add', 'route.replace', 'route.del'] as const).map((op) =>
     full<RouteOp>({
       op, dst: '10.1.0.0/16', family: 4, gateway: '10.0.0.1', link: 'a0', table: 254, metric: 10, scope: 'universe', onlink: true, mtu: 1400,
-      src: '10.0.0.2', ignoreMissing: true,
+      src: '10.0.0.2', ignoreMissing: true, protocol: 201, type: 'unicast',
     }),
   ),
   full<RouteListOp>({ op: 'route.list', family: 4, table: 254 }),
-  full<NeighAddOp>({ op: 'neigh.add', link: 'a0', address: '10.0.0.9', lladdr: '02:00:00:00:00:07', proxy: false, ignoreMissing: true }),
+  ...(['neigh.add', 'neigh.replace'] as const).map((op) =>
+    full<NeighAddOp>({ op, link: 'a0', address: '10.0.0.9', lladdr: '02:00:00:00:00:07', proxy: false, ignoreMissing: true }),
+  ),
   full<NeighDelOp>({ op: 'neigh.del', link: 'a0', address: '10.0.0.9', proxy: false, ignoreMissing: true }),
   full<NeighListOp>({ op: 'neigh.list', link: 'a0', family: 4 }),
+  ...(['fdb.replace', 'fdb.del'] as const).map((op) => full<FdbOp>({ op, link: 'vx0', mac: '02:00:00:00:00:0a', dst: '10.0.0.2', ignoreMissing: true })),
+  full<FdbListOp>({ op: 'fdb.list', link: 'vx0' }),
   ...(['qdisc.add', 'qdisc.del'] as const).map((op) => full<QdiscOp>({ op, link: 'a0', kind: 'clsact', ignoreMissing: true })),
   full<TbfQdiscAddOp>({ op: 'qdisc.add', link: 'a0', kind: 'tbf', rate: 2_500_000, burst: 250_000, limit: 312_500 }),
   full<TbfQdiscDelOp>({ op: 'qdisc.del', link: 'a0', kind: 'tbf', ignoreMissing: true }),

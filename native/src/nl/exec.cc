@@ -163,6 +163,7 @@ int ReadReplies(RunContext& ctx, const PreparedOp& op, const Request& req, const
     case ReplyKind::Addrs: Collect(replies, &res->addrs, ParseAddr); break;
     case ReplyKind::Routes: Collect(replies, &res->routes, ParseRoute); break;
     case ReplyKind::Neighs: Collect(replies, &res->neighs, ParseNeigh); break;
+    case ReplyKind::Fdb: Collect(replies, &res->fdb, ParseFdb); break;
     case ReplyKind::Qdiscs: Collect(replies, &res->qdiscs, ParseQdisc); break;
     case ReplyKind::Filters: Collect(replies, &res->filters, ParseFilter); break;
   }

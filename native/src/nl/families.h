@@ -55,8 +55,11 @@ PreparedOp PrepareAddr(const Fields& f, bool add);
 PreparedOp PrepareAddrList(const Fields& f);
 PreparedOp PrepareRoute(const Fields& f, const std::string& verb);
 PreparedOp PrepareRouteList(const Fields& f);
-PreparedOp PrepareNeigh(const Fields& f, bool add);
+// verb: "add" (fails if present), "replace" (creates or overwrites), "del".
+PreparedOp PrepareNeigh(const Fields& f, const std::string& verb);
 PreparedOp PrepareNeighList(const Fields& f);
+PreparedOp PrepareFdb(const Fields& f, const std::string& verb);  // fdb.cc; verb "replace" or "del"
+PreparedOp PrepareFdbList(const Fields& f);
 PreparedOp PrepareQdisc(const Fields& f, bool add);
 PreparedOp PrepareQdiscList(const Fields& f);
 PreparedOp PrepareTbf(const Fields& f, bool add);  // tbf.cc
@@ -79,6 +82,7 @@ void ParseTbfOptions(const Attr& options, QdiscInfo* out);
 bool ParseAddr(const Message& m, AddrInfo* out);
 bool ParseRoute(const Message& m, RouteInfo* out);
 bool ParseNeigh(const Message& m, NeighInfo* out);
+bool ParseFdb(const Message& m, FdbInfo* out);
 bool ParseQdisc(const Message& m, QdiscInfo* out);
 bool ParseFilter(const Message& m, FilterInfo* out);
 // IFLA_VFINFO_LIST payload → one VfInfo per IFLA_VF_INFO.

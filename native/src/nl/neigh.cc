@@ -12,12 +12,13 @@
 
 namespace knit::nl {
 
-PreparedOp PrepareNeigh(const Fields& f, bool add) {
+PreparedOp PrepareNeigh(const Fields& f, const std::string& verb) {
+  const bool add = verb != "del";
   LinkRef link = f.Link("link");
   IpAddr dst;
   if (!ParseIp(f.Str("address"), &dst)) f.RangeFail("address", "'" + f.Str("address") + "' is not an IP address");
   const bool proxy = f.Bool("proxy", false);
-  RequestBuilder r(add ? RTM_NEWNEIGH : RTM_DELNEIGH, NLM_F_REQUEST | NLM_F_ACK | (add ? NLM_F_CREATE | NLM_F_EXCL : 0));
+  RequestBuilder r(add ? RTM_NEWNEIGH : RTM_DELNEIGH, NLM_F_REQUEST | NLM_F_ACK | (add ? NLM_F_CREATE | (verb == "replace" ? NLM_F_REPLACE : NLM_F_EXCL) : 0));
   ndmsg nd{};
   nd.ndm_family = static_cast<uint8_t>(dst.family);
   nd.ndm_state = add ? NUD_PERMANENT : 0;
@@ -27,12 +28,12 @@ PreparedOp PrepareNeigh(const Fields& f, bool add) {
   r.b.Attr(NDA_DST, dst.bytes, dst.Len());
   if (add && !proxy) {
     std::vector<uint8_t> mac;
-    if (!f.Has("lladdr")) f.TypeFail("lladdr", "expected string (required for a non-proxy neigh.add), got undefined");
+    if (!f.Has("lladdr")) f.TypeFail("lladdr", "expected string (required for a non-proxy neigh.add or neigh.replace), got undefined");
     if (!ParseMac(f.Str("lladdr"), &mac)) f.RangeFail("lladdr", "'" + f.Str("lladdr") + "' is not a MAC address");
     r.b.Attr(NDA_LLADDR, mac.data(), mac.size());
   }
   PreparedOp op;
-  op.name = add ? "neigh.add" : "neigh.del";
+  op.name = "neigh." + verb;
   op.requests.push_back(r.Done());
   op.ignoreMissing = f.Bool("ignoreMissing", false);
   op.missingErrnos = {ENOENT, ENODEV};

@@ -28,7 +28,7 @@ struct Fixup {
 };
 
 // How to read the data replies of a request.
-enum class ReplyKind { None, Echo, Link, Links, Addrs, Routes, Neighs, Qdiscs, Filters };
+enum class ReplyKind { None, Echo, Link, Links, Addrs, Routes, Neighs, Fdb, Qdiscs, Filters };
 
 struct Request {
   Message bytes;

@@ -20,8 +20,13 @@ PreparedOp PrepareOp(Napi::Value value, const std::string& path) {
   if (name == "route.replace") return PrepareRoute(f, "replace");
   if (name == "route.del") return PrepareRoute(f, "del");
   if (name == "route.list") return PrepareRouteList(f);
-  if (name == "neigh.add" || name == "neigh.del") return PrepareNeigh(f, name == "neigh.add");
+  if (name == "neigh.add") return PrepareNeigh(f, "add");
+  if (name == "neigh.replace") return PrepareNeigh(f, "replace");
+  if (name == "neigh.del") return PrepareNeigh(f, "del");
   if (name == "neigh.list") return PrepareNeighList(f);
+  if (name == "fdb.replace") return PrepareFdb(f, "replace");
+  if (name == "fdb.del") return PrepareFdb(f, "del");
+  if (name == "fdb.list") return PrepareFdbList(f);
   if (name == "qdisc.add" || name == "qdisc.del") return PrepareQdisc(f, name == "qdisc.add");
   if (name == "qdisc.list") return PrepareQdiscList(f);
   if (name == "filter.add") return PrepareFilterAdd(f);

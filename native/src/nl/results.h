@@ -59,6 +59,7 @@ struct RouteInfo {
   std::optional<uint32_t> metric;
   std::string scope;
   std::string protocol;
+  std::string type;
   std::optional<uint32_t> mtu;
   bool onlink = false;
   std::string src;
@@ -71,6 +72,16 @@ struct NeighInfo {
   std::string lladdr;
   std::vector<std::string> state;
   bool proxy = false;
+};
+
+// A bridge or VXLAN forwarding database entry (AF_BRIDGE neighbour).
+struct FdbInfo {
+  uint32_t index = 0;
+  std::string mac;
+  std::string dst;  // VXLAN: the remote VTEP's address; "" on a bridge
+  std::vector<std::string> state;
+  bool self = false;
+  std::optional<uint32_t> master;
 };
 
 struct QdiscInfo {
@@ -99,6 +110,7 @@ struct OpResult {
   std::optional<std::vector<AddrInfo>> addrs;
   std::optional<std::vector<RouteInfo>> routes;
   std::optional<std::vector<NeighInfo>> neighs;
+  std::optional<std::vector<FdbInfo>> fdb;
   std::optional<std::vector<QdiscInfo>> qdiscs;
   std::optional<std::vector<FilterInfo>> filters;
   std::optional<std::string> value;

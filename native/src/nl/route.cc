@@ -44,6 +44,18 @@ std::string ProtocolName(uint8_t p) {
   }
 }
 
+std::string TypeName(uint8_t t) {
+  switch (t) {
+    case RTN_UNICAST: return "unicast";
+    case RTN_LOCAL: return "local";
+    case RTN_BROADCAST: return "broadcast";
+    case RTN_BLACKHOLE: return "blackhole";
+    case RTN_UNREACHABLE: return "unreachable";
+    case RTN_PROHIBIT: return "prohibit";
+    default: return std::to_string(t);
+  }
+}
+
 }  // namespace
 
 PreparedOp PrepareRoute(const Fields& f, const std::string& verb) {
@@ -71,6 +83,14 @@ PreparedOp PrepareRoute(const Fields& f, const std::string& verb) {
     gateway = gw;
   }
   uint32_t table = f.OptU32("table", 1).value_or(static_cast<uint32_t>(RT_TABLE_MAIN));
+  // A blackhole or unreachable route has no next hop: the kernel drops (or answers ICMP
+  // unreachable for) what matches it.
+  const auto type = f.OptEnum("type", {"unicast", "blackhole", "unreachable"});
+  const bool nowhere = type && *type != "unicast";
+  if (nowhere && (gateway || f.Has("link"))) f.RangeFail("type", "a " + *type + " route takes no gateway or link");
+  // The route's owner (rtm_protocol). Deletion matches it when given, so an owner removes only
+  // its own routes; knit's cluster routes carry its number (src/base/names.ts ROUTE_PROTOCOL).
+  const auto protocol = f.OptU32("protocol", 1, 255);
 
   rtmsg rtm{};
   rtm.rtm_family = static_cast<uint8_t>(dst.addr.family);
@@ -79,11 +99,13 @@ PreparedOp PrepareRoute(const Fields& f, const std::string& verb) {
   if (del) {
     // Deletion matches on what is given; scope NOWHERE and type/protocol 0 are wildcards.
     rtm.rtm_scope = RT_SCOPE_NOWHERE;
+    if (protocol) rtm.rtm_protocol = static_cast<uint8_t>(*protocol);
+    if (type) rtm.rtm_type = *type == "blackhole" ? RTN_BLACKHOLE : *type == "unreachable" ? RTN_UNREACHABLE : RTN_UNICAST;
   } else {
-    rtm.rtm_protocol = RTPROT_BOOT;
-    rtm.rtm_type = RTN_UNICAST;
-    // As iproute2: a route without a gateway is on-link (scope link), else universe.
-    rtm.rtm_scope = gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
+    rtm.rtm_protocol = static_cast<uint8_t>(protocol.value_or(RTPROT_BOOT));
+    rtm.rtm_type = !nowhere ? RTN_UNICAST : *type == "blackhole" ? RTN_BLACKHOLE : RTN_UNREACHABLE;
+    // As iproute2: a unicast route without a gateway is on-link (scope link), else universe.
+    rtm.rtm_scope = gateway || nowhere ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
   }
   if (auto scope = f.OptEnum("scope", {"universe", "link", "host"}))
     rtm.rtm_scope = *scope == "link" ? RT_SCOPE_LINK : *scope == "host" ? RT_SCOPE_HOST : RT_SCOPE_UNIVERSE;
@@ -145,6 +167,7 @@ bool ParseRoute(const Message& m, RouteInfo* out) {
   out->table = rtm->rtm_table;
   out->scope = ScopeName(rtm->rtm_scope);
   out->protocol = ProtocolName(rtm->rtm_protocol);
+  out->type = TypeName(rtm->rtm_type);
   out->onlink = rtm->rtm_flags & RTNH_F_ONLINK;
   out->dst = "default";
   AttrIter it = MessageAttrs(h, sizeof(rtmsg));

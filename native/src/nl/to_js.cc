@@ -84,6 +84,7 @@ Napi::Object Route(Napi::Env env, const RouteInfo& r) {
   SetOpt(o, "metric", r.metric);
   o.Set("scope", r.scope);
   o.Set("protocol", r.protocol);
+  o.Set("type", r.type);
   SetOpt(o, "mtu", r.mtu);
   if (r.onlink) o.Set("onlink", true);
   SetStr(o, "src", r.src);
@@ -98,6 +99,17 @@ Napi::Object Neigh(Napi::Env env, const NeighInfo& n) {
   SetStr(o, "lladdr", n.lladdr);
   o.Set("state", Strings(env, n.state));
   o.Set("proxy", n.proxy);
+  return o;
+}
+
+Napi::Object Fdb(Napi::Env env, const FdbInfo& e) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("index", e.index);
+  o.Set("mac", e.mac);
+  SetStr(o, "dst", e.dst);
+  o.Set("state", Strings(env, e.state));
+  o.Set("self", e.self);
+  SetOpt(o, "master", e.master);
   return o;
 }
 
@@ -135,6 +147,7 @@ Napi::Object ToJs(Napi::Env env, const OpResult& r) {
   if (r.addrs) o.Set("addrs", List(env, *r.addrs, Addr));
   if (r.routes) o.Set("routes", List(env, *r.routes, Route));
   if (r.neighs) o.Set("neighs", List(env, *r.neighs, Neigh));
+  if (r.fdb) o.Set("fdb", List(env, *r.fdb, Fdb));
   if (r.qdiscs) o.Set("qdiscs", List(env, *r.qdiscs, Qdisc));
   if (r.filters) o.Set("filters", List(env, *r.filters, Filter));
   if (r.value) o.Set("value", *r.value);

@@ -25,6 +25,14 @@ export const status: Command = {
     }
     if (rows.length) ctx.io.out(table(['NETWORK', 'MODE', 'READY', 'POOL', 'USED', 'FREE'], rows));
     for (const n of s.networks ?? []) if (n.cni_status) ctx.io.out(`${n.name}: CNI STATUS: ${n.cni_status}`);
+    if (s.cluster) ctx.io.out(`cluster: node ${s.cluster.node}, nodes from ${s.cluster.source} (${s.cluster.state}${s.cluster.detail ? `: ${s.cluster.detail}` : ''})`);
+    const peers: string[][] = [];
+    for (const n of s.networks ?? []) {
+      if (!n.cross_node) continue;
+      ctx.io.out(`${n.name}: crossNode ${n.cross_node}, this node's subnets ${(n.node_subnets ?? []).join(', ') || '(none yet)'}`);
+      for (const p of n.peers ?? []) peers.push([n.name, p.node, (p.subnets ?? []).join(', ') || '-', p.via || '-', p.in_place ? 'yes' : 'no', p.problem || '']);
+    }
+    if (peers.length) ctx.io.out(table(['NETWORK', 'PEER', 'SUBNETS', 'VIA', 'ROUTED', 'PROBLEM'], peers));
     return 0;
   },
 };

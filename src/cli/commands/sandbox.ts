@@ -66,11 +66,20 @@ export const query: Command = {
 
 export const check: Command = {
   name: 'check',
-  summary: 'compare a sandbox with the kernel; exit 5 if they differ',
-  usage: 'SANDBOX_ID',
-  options: { id: { type: 'string' } },
+  summary: 'compare a sandbox (or, with --node, the cross-node routes) with the kernel; exit 5 if they differ',
+  usage: 'SANDBOX_ID | --node',
+  options: { id: { type: 'string' }, node: { type: 'boolean' } },
   remote: true,
   async run(ctx) {
+    if (ctx.values.node) {
+      const s = await ctx.client().call('NodeStatus', { check_node: true });
+      const diffs: string[] = s.cluster_differences ?? [];
+      if (ctx.json) ctx.io.out(json({ ok: diffs.length === 0, differences: diffs }));
+      else if (!diffs.length) ctx.io.out('node: the kernel matches the node list');
+      else for (const d of diffs) ctx.io.out(`- ${d}`);
+      if (diffs.length) throw new CliError(`the node's cluster routes differ from the node list (${diffs.length} difference(s))`, Exit.failure);
+      return 0;
+    }
     const id = sandboxIdArg(ctx);
     const res = await ctx.client().call('Check', { sandbox_id: id });
     if (ctx.json) ctx.io.out(json(res));

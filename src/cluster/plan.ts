@@ -1,0 +1,156 @@
+// What the kernel of this node should hold so its pods reach every other node's pods: pure,
+// from the networks, the cluster view and the host's addresses. The reconciler
+// (src/cluster/reconcile.ts) compares it with what the kernel holds.
+//
+//  - always: the node's own block as a blackhole behind the pods' routes (BLOCK_ROUTE_METRIC),
+//    with knit's route protocol, for a BGP speaker to export;
+//  - routes: `<peer podCIDR> via <peer InternalIP>` when that address is on one of this node's
+//    links (flannel host-gw, kindnet); a peer that is not is reported, not routed;
+//  - vxlan: flannel's scheme: per peer `<podCIDR> via <podCIDR's first address> dev VTEP onlink`,
+//    that address's permanent neighbour entry with the peer VTEP's MAC, and an FDB entry sending
+//    that MAC to the peer's InternalIP.
+import type { NetworkConfig } from '../config/index.js';
+import type { AddrInfo } from '../base/ops.js';
+import { BLOCK_ROUTE_METRIC, vtepMac } from '../base/names.js';
+import { cidrContains, formatIp, parseCidr, tryParseCidr, tryParseIp, type IpFamily } from '../ipam/ip.js';
+import { podCidrOf, underlayIp } from './node-networks.js';
+import type { ClusterNode, PeerStatus } from './types.js';
+
+export interface WantRoute {
+  dst: string;
+  family: IpFamily;
+  type?: 'blackhole';
+  gateway?: string;
+  link?: string;
+  onlink?: boolean;
+  metric?: number;
+}
+export interface WantNeigh { link: string; address: string; lladdr: string }
+export interface WantFdb { link: string; mac: string; dst: string }
+export interface WantVtep { network: string; name: string; vni: number; port: number; local: string; dev: string; mac: string; mtu: number; address?: string }
+
+export interface NetworkPlan {
+  network: string;
+  routes: WantRoute[];
+  neighs: WantNeigh[];
+  fdb: WantFdb[];
+  vtep?: WantVtep;
+  /** Devices that must forward: the bridge, the uplinks, the VTEP. */
+  forwarding: string[];
+  /** Per peer, with the routes that make it reachable (for inPlace). */
+  peers: (PeerStatus & { routes: WantRoute[] })[];
+  /** Why the network as a whole cannot reach its peers (its node address is on no link). */
+  problem?: string;
+}
+
+/** The host link holding an address whose prefix contains ip: where ip is on-link. */
+function linkFor(ip: string, addrs: AddrInfo[], names: Map<number, string>): string | undefined {
+  const target = tryParseIp(ip);
+  if (!target) return undefined;
+  for (const a of addrs) {
+    if (a.family !== target.family || a.scope !== 'global') continue;
+    const subnet = tryParseCidr(`${a.address}/${a.prefixLen}`);
+    if (subnet && cidrContains(subnet, target)) return names.get(a.index);
+  }
+  return undefined;
+}
+
+const familyOf = (cidr: string) => parseCidr(cidr).family;
+
+export function planNetwork(o: {
+  net: NetworkConfig;
+  self: ClusterNode | undefined;
+  nodes: ClusterNode[];
+  addrs: AddrInfo[];
+  /** ifindex → name of the host's links. */
+  linkNames: Map<number, string>;
+  /** The links the host's default routes leave by: replies to masqueraded traffic come back on them. */
+  defaultLinks?: string[];
+}): NetworkPlan {
+  const { net, self } = o;
+  const plan: NetworkPlan = { network: net.name, routes: [], neighs: [], fdb: [], forwarding: [], peers: [] };
+  const own = [net.ipv4?.subnet, net.ipv6?.subnet].filter((s): s is string => !!s);
+  for (const dst of own) plan.routes.push({ dst, family: familyOf(dst), type: 'blackhole', metric: BLOCK_ROUTE_METRIC });
+  if (net.mode === 'bridge' && net.bridge) plan.forwarding.push(net.bridge);
+  const families = (net.nodeSubnet ?? []) as IpFamily[];
+  const peers = o.nodes.filter((n) => n.name !== self?.name).sort((a, b) => a.name.localeCompare(b.name));
+  const subnetsOf = (n: ClusterNode) => families.map((f) => podCidrOf(n, f)).filter((c): c is string => !!c);
+
+  // The links this node's own addresses sit on carry the cluster's traffic, and the replies to
+  // what leaves the cluster come back by the default routes' links: these forward.
+  for (const link of [...(self?.internalIPs ?? []).map((ip) => linkFor(ip, o.addrs, o.linkNames)), ...(net.masquerade ? o.defaultLinks ?? [] : [])]) {
+    if (link && !plan.forwarding.includes(link)) plan.forwarding.push(link);
+  }
+  if (net.crossNode === 'none' || !net.crossNode) {
+    for (const peer of peers) plan.peers.push({ node: peer.name, subnets: subnetsOf(peer), inPlace: false, routes: [] });
+    return plan;
+  }
+
+  if (net.crossNode === 'routes') {
+    for (const peer of peers) {
+      const subnets = subnetsOf(peer);
+      const status: NetworkPlan['peers'][number] = { node: peer.name, subnets, inPlace: false, routes: [] };
+      const problems: string[] = [];
+      for (const dst of subnets) {
+        const family = familyOf(dst);
+        const via = peer.internalIPs.find((ip) => tryParseIp(ip)?.family === family);
+        if (!via) {
+          problems.push(`no IPv${family} InternalIP for ${dst}`);
+          continue;
+        }
+        status.via = status.via ?? via;
+        const link = linkFor(via, o.addrs, o.linkNames);
+        if (!link) {
+          problems.push(`${via} is not on a link of this node (crossNode "routes" needs the nodes on one segment; "vxlan" or BGP reach it)`);
+          continue;
+        }
+        status.routes.push({ dst, family, gateway: via, link });
+      }
+      if (!subnets.length) problems.push('no podCIDR');
+      if (problems.length) status.problem = problems.join('; ');
+      plan.routes.push(...status.routes);
+      plan.peers.push(status);
+    }
+    return plan;
+  }
+
+  // vxlan
+  const local = self && underlayIp(self);
+  const dev = local && linkFor(local, o.addrs, o.linkNames);
+  const vx = net.vxlan!;
+  if (!self || !local || !dev) {
+    plan.problem = !self ? 'this node is not in the cluster view' : !local ? 'this node has no InternalIP' : `this node's InternalIP ${local} is on no link here`;
+    for (const peer of peers) plan.peers.push({ node: peer.name, subnets: subnetsOf(peer), inPlace: false, problem: plan.problem, routes: [] });
+    return plan;
+  }
+  const v4 = net.ipv4 && parseCidr(net.ipv4.subnet);
+  plan.vtep = {
+    network: net.name, name: vx.device, vni: vx.vni, port: vx.port, local, dev, mac: vtepMac(self.name, net.name), mtu: net.mtu,
+    // flannel's choice: the block's network address on the VTEP, the source of what the node
+    // itself sends to other nodes' pods.
+    ...(v4 && { address: `${formatIp({ family: 4, value: v4.network })}/32` }),
+  };
+  plan.forwarding.push(vx.device);
+  const underlay = tryParseIp(local)!.family;
+  for (const peer of peers) {
+    const subnets = subnetsOf(peer);
+    const remote = peer.internalIPs.find((ip) => tryParseIp(ip)?.family === underlay);
+    const status: NetworkPlan['peers'][number] = { node: peer.name, subnets, inPlace: false, routes: [], ...(remote && { via: remote }) };
+    if (!remote || !subnets.length) {
+      status.problem = !remote ? `no IPv${underlay} InternalIP (this node's VXLAN runs over IPv${underlay})` : 'no podCIDR';
+      plan.peers.push(status);
+      continue;
+    }
+    const mac = vtepMac(peer.name, net.name);
+    plan.fdb.push({ link: vx.device, mac, dst: remote });
+    for (const dst of subnets) {
+      const cidr = parseCidr(dst);
+      const gateway = formatIp({ family: cidr.family, value: cidr.network });
+      plan.neighs.push({ link: vx.device, address: gateway, lladdr: mac });
+      status.routes.push({ dst, family: cidr.family, gateway, link: vx.device, onlink: true });
+    }
+    plan.routes.push(...status.routes);
+    plan.peers.push(status);
+  }
+  return plan;
+}

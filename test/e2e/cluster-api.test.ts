@@ -1,0 +1,146 @@
+// The cluster network with its node list from a real Kubernetes control plane (etcd,
+// kube-apiserver, kube-controller-manager allocating podCIDRs, kube-scheduler): each node netns
+// runs its own knit, which reads Nodes over HTTPS with a ServiceAccount token and the cluster
+// CA, with exactly deploy/rbac.yaml's rights. Nodes are added and deleted through the API and
+// the routes follow (polled, no timing threshold); the API server is stopped and started, and
+// knit keeps routing, restarts without it, and catches up.
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import os from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createNode, startControlPlane } from '../fixtures/kube-cluster.js';
+import { uniquePrefix, makeNetns } from '../helpers/names.js';
+import { cleanupDaemon, eventually, ipJson, pingFrom, runcAttachReq, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { buildFabric, routeMonitor, type FabricNode } from '../helpers/cluster-fabric.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const deploy = (f: string) => path.join(root, 'deploy', f);
+
+/** The API server listens on the host's loopback; a node netns has its own. A relay carries
+ * the TLS stream through a unix socket (the file system is shared): 127.0.0.1:port inside the
+ * node netns → the socket → 127.0.0.1:port on the host. Teardown ends each relay by PID. */
+function relay(t: { teardown(fn: () => void): void }, port: number, sock: string, ns?: string) {
+  const code = ns
+    ? `const n=require('net');n.createServer((c)=>{const u=n.connect(${JSON.stringify(sock)});c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${port},'127.0.0.1',()=>console.log('up'))`
+    : `const n=require('net');n.createServer((c)=>{const u=n.connect(${port},'127.0.0.1');c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${JSON.stringify(sock)},()=>console.log('up'))`;
+  const argv = ns ? ['ip', 'netns', 'exec', ns, process.execPath, '-e', code] : [process.execPath, '-e', code];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+}
+
+/** Polls an async condition until it holds (no timing threshold: the deadline only ends a hang). */
+async function until(fn: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test('Nodes from the API: routes follow nodes added and deleted, a node waits for its Node object, the API down and up again', async (t) => {
+  t.timeout(600_000);
+  const P = uniquePrefix('cla');
+  const cp = await startControlPlane(t, { prefix: P, clusterCidr: '10.196.0.0/16', clusterCidrV6: 'fd6b:196::/56', nodeCidrMaskSize: 24, nodeCidrMaskSizeV6: 64 });
+  // knit's own manifests: its namespace, ServiceAccount and ClusterRole (nodes get/list/watch).
+  await cp.kubectl('apply', '-f', deploy('namespace.yaml'), '-f', deploy('serviceaccount.yaml'), '-f', deploy('rbac.yaml'));
+  t.teardown(() => cp.kubectl('delete', '--ignore-not-found', '-f', deploy('rbac.yaml')).then(() => undefined, () => undefined));
+  // The TokenRequest API's token for that ServiceAccount (kubectl create token), as the kubelet
+  // projects it into the pod.
+  const kubeconfig = cp.kubeconfigFor((await cp.kubectl('create', 'token', 'knit', '-n', 'knit-system', '--duration=3600s')).trim());
+  const port = Number(new URL(cp.server).port);
+
+  const f = buildFabric(t, P, 196);
+  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}relay-`));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const sock = path.join(dir, 'api.sock');
+  await relay(t, port, sock);
+  for (const n of f.nodes) await relay(t, port, sock, n.ns);
+
+  const nodeName = (n: FabricNode) => `${P}${n.name}`;
+  const [n1, n2, n3, n4] = f.nodes;
+  for (const n of [n1, n2, n3]) await createNode(cp, nodeName(n), { internalIPs: [n.ip4, n.ip6] });
+
+  const daemons = new Map<FabricNode, Daemon>();
+  t.teardown(async () => {
+    for (const [n, d] of daemons) await cleanupDaemon(d, { prefix: `${P}${n.name}`.replace(/-/g, '') });
+  });
+  const net = { name: `${P}net`, mode: 'bridge', bridge: 'cbr0', ipv4: { subnet: 'node' }, ipv6: { subnet: 'node' }, crossNode: 'routes' };
+  const start = async (n: FabricNode) => {
+    const d = await startDaemon({
+      prefix: `${P}${n.name}`.replace(/-/g, ''), subnet: n.pod4, netns: n.ns,
+      config: { networks: [net], cluster: { nodeName: nodeName(n), kubeconfig } },
+    });
+    daemons.set(n, d);
+    return d;
+  };
+  for (const n of [n1, n2, n3, n4]) await start(n);
+
+  // Node 4 has no Node object yet: served, its network not ready, saying what it waits for.
+  const s4 = await daemons.get(n4)!.call('NodeStatus', {});
+  t.false(s4.ready);
+  t.regex(s4.message, new RegExp(`Node "${nodeName(n4)}" is not in`));
+  t.is(s4.cluster.state, 'synced');
+  t.regex(s4.cluster.source, /kubeconfig/);
+
+  // The podCIDRs kube-controller-manager gave: node 1 routes node 2's via node 2's address.
+  const podCidrs = async (n: FabricNode) => (await cp.getJson('get', 'node', nodeName(n))).spec.podCIDRs as string[];
+  const [p2v4, p2v6] = await podCidrs(n2);
+  await eventually(() => ipJson(['route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === p2v4 && r.gateway === n2.ip4), 'node 1 routes node 2\'s podCIDR', 10_000);
+  t.true(ipJson(['-6', 'route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === p2v6 && r.gateway === n2.ip6));
+
+  const pods: { ns: string; v4: string }[] = [];
+  for (const n of [n1, n2]) {
+    const ns = makeNetns(t, P, `p${n.name}`);
+    const r = (await daemons.get(n)!.call('Attach', runcAttachReq(`${P}${n.name}-pod`, ns.path))).result;
+    pods.push({ ns: ns.name, v4: r.ips.find((i: any) => !i.address.includes(':')).address.split('/')[0] });
+  }
+  t.true(pods[1].v4.startsWith(p2v4.replace(/0\/24$/, '')), 'node 2\'s pod takes an address of node 2\'s podCIDR');
+  t.true(pingFrom(pods[0].ns, pods[1].v4), 'pod on node 1 → pod on node 2');
+
+  // Node 4's Node object appears: its knit learns its subnet; node 1 reports it (off-link).
+  await createNode(cp, nodeName(n4), { internalIPs: [n4.ip4, n4.ip6] });
+  await until(async () => (await daemons.get(n4)!.call('NodeStatus', {})).ready, 'node 4 ready once its Node has podCIDRs', 30_000);
+  // Its addresses come in a second write (createNode patches the status): node 1 reports it off-link.
+  await until(async () => /not on a link/.test((await daemons.get(n1)!.call('NodeStatus', {})).networks[0].peers.find((p: any) => p.node === nodeName(n4))?.problem ?? ''), 'node 1 reports node 4 off its segment', 30_000);
+
+  // A node added through the API (no netns behind it, an address on the fabric): routes appear.
+  const extra = `${P}n9`;
+  await createNode(cp, extra, { internalIPs: ['192.168.196.9'] });
+  const [p9] = (await cp.getJson('get', 'node', extra)).spec.podCIDRs as string[];
+  await eventually(() => ipJson(['route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === p9 && r.gateway === '192.168.196.9'), 'the new node\'s route on node 1', 10_000);
+  // And deleted: its route goes, on every node.
+  await cp.kubectl('delete', 'node', extra);
+  for (const n of [n1, n2, n3]) {
+    await eventually(() => !ipJson(['route', 'show', 'proto', '201'], n.ns).some((r: any) => r.dst === p9), `the deleted node's route gone from ${n.name}`, 10_000);
+  }
+
+  // The API server stops: knit keeps routing, says the API is unreachable, and a knit restarted
+  // meanwhile keeps its subnets (from the last list it saw) and deletes no route.
+  await cp.stopApiserver();
+  const monitor = routeMonitor(n2.ns);
+  await until(async () => (await daemons.get(n1)!.call('NodeStatus', {})).cluster.state === 'unreachable', 'node 1 sees the API unreachable', 120_000);
+  t.true(pingFrom(pods[0].ns, pods[1].v4), 'still routing with the API down');
+  const d2 = daemons.get(n2)!;
+  await d2.stop();
+  const d2b = await d2.restart();
+  daemons.set(n2, d2b);
+  const again = (await d2b.call('Attach', runcAttachReq(`${P}n2-pod2`, makeNetns(t, P, 'pn2b').path))).result;
+  t.true(again.ips[0].address.startsWith(p2v4.replace(/0\/24$/, '')), 'the restarted knit attaches from its podCIDR without the API');
+  t.true(pingFrom(pods[0].ns, pods[1].v4));
+  t.deepEqual(monitor.stop().filter((l) => l.startsWith('Deleted')), [], 'no route deleted while the API was down');
+
+  // The API server is back: a node created now is routed.
+  await cp.startApiserver();
+  const late = `${P}n8`;
+  await createNode(cp, late, { internalIPs: ['192.168.196.8'] });
+  const [p8] = (await cp.getJson('get', 'node', late)).spec.podCIDRs as string[];
+  for (const n of [n1, n2]) {
+    await eventually(() => ipJson(['route', 'show', 'proto', '201'], n.ns).some((r: any) => r.dst === p8), `${n.name} catches up with the node created after the API came back`, 120_000);
+  }
+  t.is((await daemons.get(n2)!.call('NodeStatus', {})).cluster.state, 'synced');
+});

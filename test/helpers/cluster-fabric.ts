@@ -1,0 +1,181 @@
+// Several "nodes" on one machine (docs/cluster.md, "Testing"): each node a netns with its own
+// knit daemon (started inside it with `ip netns exec`, so the node netns is that knit's host),
+// the first ones joined by a fabric bridge in its own netns, one more behind a router netns on a
+// second segment, and an "outside" netns beyond node 1. Everything is named with the test's
+// prefix and removed in teardown, processes by PID.
+import type { ExecutionContext } from 'ava';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { makeNetns, removeNetns } from './names.js';
+import { cleanupDaemon, startDaemon, type Daemon } from './daemon.js';
+
+export const sh = (ns: string, ...args: string[]) => execFileSync('ip', ['netns', 'exec', ns, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const ipn = (ns: string, ...args: string[]) => execFileSync('ip', ['-n', ns, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+
+export interface FabricNode {
+  name: string;
+  ns: string;
+  ip4: string;
+  ip6: string;
+  pod4: string;
+  pod6: string;
+}
+
+export interface Fabric {
+  prefix: string;
+  nodes: FabricNode[];
+  /** The netns beyond node 1, and the address node 1 has towards it. */
+  outside: { ns: string; ip4: string; ip6: string; node1ip4: string; node1ip6: string };
+}
+
+/** `count` nodes on the fabric (192.168.<seg>.0/24), plus one on a second segment behind a router. */
+export function buildFabric(t: ExecutionContext, prefix: string, seg: number, count = 3): Fabric {
+  const fab = makeNetns(t, prefix, 'fab').name;
+  const rtr = makeNetns(t, prefix, 'rtr').name;
+  const out = makeNetns(t, prefix, 'out').name;
+  ipn(fab, 'link', 'add', 'fab', 'type', 'bridge');
+  ipn(fab, 'link', 'set', 'fab', 'up');
+  const nodes: FabricNode[] = [];
+  const plug = (ns: string, bridgeNs: string, port: string, ifname: string) => {
+    execFileSync('ip', ['link', 'add', port, 'netns', bridgeNs, 'type', 'veth', 'peer', 'name', ifname, 'netns', ns]);
+    ipn(bridgeNs, 'link', 'set', port, 'master', 'fab', 'up');
+    ipn(ns, 'link', 'set', ifname, 'up');
+    ipn(ns, 'link', 'set', 'lo', 'up');
+  };
+  for (let i = 1; i <= count + 1; i++) {
+    const name = `n${i}`;
+    const ns = makeNetns(t, prefix, name).name;
+    // A new netns copies the host's IPv4 switches: start every node from "not forwarding",
+    // whatever the host (or another test meanwhile) set.
+    sh(ns, 'sysctl', '-qw', 'net.ipv4.conf.all.forwarding=0', 'net.ipv6.conf.all.forwarding=0');
+    const far = i === count + 1;
+    const s = far ? seg + 1 : seg;
+    const node: FabricNode = { name, ns, ip4: `192.168.${s}.${i}`, ip6: `fd6b:${s}::${i}`, pod4: `10.${seg}.${i}.0/24`, pod6: `fd6b:${seg}:${i}::/64` };
+    nodes.push(node);
+    if (far) {
+      // The second segment: a veth straight to the router.
+      execFileSync('ip', ['link', 'add', 'eth0', 'netns', ns, 'type', 'veth', 'peer', 'name', 'seg2', 'netns', rtr]);
+      ipn(ns, 'link', 'set', 'eth0', 'up');
+      ipn(ns, 'link', 'set', 'lo', 'up');
+      ipn(rtr, 'link', 'set', 'seg2', 'up');
+      ipn(rtr, 'addr', 'add', `192.168.${s}.254/24`, 'dev', 'seg2');
+      ipn(rtr, '-6', 'addr', 'add', `fd6b:${s}::fe/64`, 'dev', 'seg2', 'nodad');
+    } else {
+      plug(ns, fab, `${prefix}p${i}`.slice(0, 15), 'eth0');
+    }
+    ipn(ns, 'addr', 'add', `${node.ip4}/24`, 'dev', 'eth0');
+    ipn(ns, '-6', 'addr', 'add', `${node.ip6}/64`, 'dev', 'eth0', 'nodad');
+    // Node 1's default route leads outside (below); the others' to the router.
+    if (i === 1) {
+      ipn(ns, 'route', 'add', `192.168.${seg + 1}.0/24`, 'via', `192.168.${s}.254`);
+      ipn(ns, '-6', 'route', 'add', `fd6b:${seg + 1}::/64`, 'via', `fd6b:${s}::fe`);
+    } else {
+      ipn(ns, 'route', 'add', 'default', 'via', `192.168.${s}.254`);
+      ipn(ns, '-6', 'route', 'add', 'default', 'via', `fd6b:${s}::fe`);
+    }
+  }
+  plug(rtr, fab, `${prefix}pr`, 'eth0');
+  ipn(rtr, 'addr', 'add', `192.168.${seg}.254/24`, 'dev', 'eth0');
+  ipn(rtr, '-6', 'addr', 'add', `fd6b:${seg}::fe/64`, 'dev', 'eth0', 'nodad');
+  sh(rtr, 'sysctl', '-qw', 'net.ipv4.ip_forward=1', 'net.ipv6.conf.all.forwarding=1');
+  // The outside: beyond node 1, with no route back to any pod.
+  execFileSync('ip', ['link', 'add', 'up0', 'netns', nodes[0].ns, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', out]);
+  ipn(nodes[0].ns, 'link', 'set', 'up0', 'up');
+  ipn(out, 'link', 'set', 'eth0', 'up');
+  ipn(out, 'link', 'set', 'lo', 'up');
+  const o = { ns: out, ip4: `198.18.${seg}.2`, ip6: `fd6b:ff:${seg}::2`, node1ip4: `198.18.${seg}.1`, node1ip6: `fd6b:ff:${seg}::1` };
+  ipn(nodes[0].ns, 'addr', 'add', `${o.node1ip4}/24`, 'dev', 'up0');
+  ipn(nodes[0].ns, '-6', 'addr', 'add', `${o.node1ip6}/64`, 'dev', 'up0', 'nodad');
+  ipn(out, 'addr', 'add', `${o.ip4}/24`, 'dev', 'eth0');
+  ipn(out, '-6', 'addr', 'add', `${o.ip6}/64`, 'dev', 'eth0', 'nodad');
+  ipn(nodes[0].ns, 'route', 'add', 'default', 'via', o.ip4);
+  ipn(nodes[0].ns, '-6', 'route', 'add', 'default', 'via', o.ip6);
+  return { prefix, nodes, outside: o };
+}
+
+/** cluster.nodes as the config writes it. */
+export function nodeMap(f: Fabric, nodes = f.nodes) {
+  return Object.fromEntries(nodes.map((n) => [n.name, { podCIDRs: [n.pod4, n.pod6], internalIPs: [n.ip4, n.ip6] }]));
+}
+
+export interface ClusterDaemons {
+  daemons: Map<string, Daemon>;
+  start(node: FabricNode, network: object, extra?: object): Promise<Daemon>;
+}
+
+/** One knit per node, inside its netns; teardown stops each by PID and removes its dirs. */
+export function clusterDaemons(t: ExecutionContext, f: Fabric): ClusterDaemons {
+  const daemons = new Map<string, Daemon>();
+  t.teardown(async () => {
+    for (const [name, d] of daemons) await cleanupDaemon(d, { prefix: `${f.prefix}${name}` });
+  });
+  return {
+    daemons,
+    async start(node, network, extra = {}) {
+      const d = await startDaemon({
+        prefix: `${f.prefix}${node.name}`.replace(/-/g, ''),
+        subnet: node.pod4,
+        netns: node.ns,
+        config: { networks: [network], cluster: { nodeName: node.name, nodes: nodeMap(f), clusterCIDRs: [], serviceCIDRs: [] }, ...extra },
+      });
+      daemons.set(node.name, d);
+      return d;
+    },
+  };
+}
+
+/** A TCP echo server in ns on port; answers each connection with the address it came from. */
+export function tcpServer(t: ExecutionContext, ns: string, port: number): ChildProcess {
+  const code = `const s=require('net').createServer((c)=>{c.write('from '+c.remoteAddress.replace(/^::ffff:/,'')+'\\n');c.pipe(c)});s.listen(${port},'::',()=>console.log('listening'))`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return child;
+}
+
+export function listening(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => child.stdout!.once('data', () => resolve()));
+}
+
+/** One TCP connection from ns: the server's first line (who it saw). */
+export function tcpHello(ns: string, host: string, port: number): string {
+  const code = `const c=require('net').connect(${port},'${host}');c.setTimeout(3000,()=>{console.log('timeout');process.exit(1)});c.once('data',(d)=>{process.stdout.write(String(d).split('\\n')[0]);c.destroy()})`;
+  try {
+    return sh(ns, process.execPath, '-e', code).trim();
+  } catch {
+    return '';
+  }
+}
+
+/** A TCP stream from ns that sends a line every 50 ms for `ms` and checks each echo; resolves
+ * with the lines echoed back (lost ones make it fewer) and whether the connection broke. */
+export function tcpStream(ns: string, host: string, port: number, ms: number): Promise<{ sent: number; echoed: number; broke: boolean }> {
+  const code = `const c=require('net').connect(${port},'${host}');let sent=0,buf='',broke=false;c.on('error',()=>{broke=true});c.on('close',()=>{broke=broke||sent<${Math.floor(ms / 50)}});c.on('data',(d)=>buf+=d);c.once('connect',()=>{const t=setInterval(()=>{if(sent>=${Math.floor(ms / 50)}){clearInterval(t);setTimeout(()=>{const echoed=buf.split('\\n').filter((l)=>l.startsWith('x')).length;console.log(JSON.stringify({sent,echoed,broke}));process.exit(0)},1500);return}c.write('x'+(sent++)+'\\n')},50)})`;
+  return new Promise((resolve, reject) => {
+    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('close', () => {
+      try {
+        resolve(JSON.parse(out));
+      } catch {
+        reject(new Error(`tcp stream from ${ns} printed ${out}`));
+      }
+    });
+  });
+}
+
+/** `ip monitor route` in ns until stop(): every line it printed. */
+export function routeMonitor(ns: string) {
+  const child = spawn('ip', ['-n', ns, 'monitor', 'route'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  return {
+    stop(): string[] {
+      child.kill('SIGKILL');
+      return out.split('\n').filter(Boolean);
+    },
+  };
+}
+
+export { removeNetns };
