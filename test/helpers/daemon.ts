@@ -189,6 +189,9 @@ export async function cleanupDaemon(d: Daemon | undefined, o: { prefix: string }
     const mine = l.ifname === `${o.prefix}br` || sandboxIds.some((id) => l.ifalias?.includes(`sandbox=${id};`));
     if (mine) removeLinkQuietly(l.ifname);
   }
+  // A sandbox left attached keeps its nft tables (host ports, the cluster's masquerade): knit
+  // leaves them across a stop by design, so the test removes those of its instance.
+  removeInstanceNftTables(`knit-${o.prefix}`);
   if (d) {
     // KNI CreateNetwork makes the daemon's netns dir a shared bind mount (as `ip netns` does);
     // knit unmounts it with its last pin, but a test that failed midway may leave one.
@@ -198,6 +201,26 @@ export async function cleanupDaemon(d: Daemon | undefined, o: { prefix: string }
       /* not a mount point */
     }
     rmSync(d.dir, { recursive: true, force: true });
+  }
+}
+
+/** Deletes every nft table whose name carries this daemon instance (knit names its tables
+ * `hostports-<instance>-<sandbox>`, `<instance>-cluster`, ...). */
+export function removeInstanceNftTables(instance: string): void {
+  let tables: { family: string; name: string }[] = [];
+  try {
+    const out = JSON.parse(execFileSync('/usr/sbin/nft', ['-j', 'list', 'tables'], { encoding: 'utf8' }));
+    tables = out.nftables.filter((x: any) => x.table).map((x: any) => x.table);
+  } catch {
+    return;
+  }
+  for (const t of tables) {
+    if (!t.name.includes(instance)) continue;
+    try {
+      execFileSync('/usr/sbin/nft', ['delete', 'table', t.family, t.name], { stdio: 'ignore' });
+    } catch {
+      /* already gone */
+    }
   }
 }
 
