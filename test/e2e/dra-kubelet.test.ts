@@ -6,9 +6,16 @@
 // ResourceSlice, the kubelet finds knit's registration socket and calls Prepare, containerd's
 // knit-cni ADD brings the VF netdev into the pod with the claim's name, addresses and routes,
 // the claim's status shows it; deleting the pod gives the VF back and the kubelet unprepares.
+// A Kata-runtime and a KubeVirt-runtime pod (knit.dev/runtime, which containerd passes to
+// knit-cni) get the VFIO hand-off of their claim's VF, and containerd injects the claim's CDI
+// device nodes into the container. kill -9 of knit serve between Prepare and the attach, during
+// the attach and during Prepare (KNIT_FAILPOINT), then a restart: the kubelet's retry gets the
+// pod its device, and nothing is left in the host, the pod, the CDI dir or knit's records.
 // Stand-in hardware: the VF netdev is a veth end whose peer is in a fabric netns, its PCI side
-// a simulated sysfs (test/kernel/device-standin.ts).
+// a simulated sysfs (test/kernel/device-standin.ts); /dev/vfio nodes are /dev/null's (1:3)
+// under a test-made root that config dra.devRoot names.
 import test from 'ava';
+import type { ExecutionContext } from 'ava';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -133,6 +140,14 @@ async function leftovers() {
 }
 const NOTHING = { records: [], claims: [], cdi: [], links: [] };
 
+/** A failed test's pod must not hold its VF for the next test. */
+function deleteOnFailure(t: ExecutionContext, name: string) {
+  t.teardown(async () => {
+    await cp.kubectl('delete', 'pod', name, '-n', 'default', '--ignore-not-found', '--timeout=120s').catch(() => undefined);
+    await cp.kubectl('delete', 'resourceclaimtemplate', name, '-n', 'default', '--ignore-not-found').catch(() => undefined);
+  });
+}
+
 async function deletePod(name: string) {
   await cp.kubectl('delete', 'pod', name, '-n', 'default', '--timeout=120s');
   await cp.kubectl('delete', 'resourceclaimtemplate', name, '-n', 'default');
@@ -190,6 +205,7 @@ test.serial('VFIO claims through the real kubelet path: a Kata-runtime pod and a
     { name: 'kubevirt', vf: 2, runtime: 'kubevirt', ip: '192.0.2.42/24' },
   ];
   await apply(pods.flatMap((p) => podWithClaim(p.name, { className: 'knit-vfio', vf: p.vf, parameters: { addresses: [p.ip] }, annotations: { 'knit.dev/runtime': p.runtime } })));
+  for (const p of pods) deleteOnFailure(t, p.name);
   for (const p of pods) await podReady(p.name);
 
   for (const p of pods) {
@@ -215,4 +231,82 @@ test.serial('VFIO claims through the real kubelet path: a Kata-runtime pod and a
   for (const p of pods) t.is(await driverOf(p.vf), 'vfio-pci', `${p.name}: the VF stays on vfio-pci, where it was before`);
   await eventually(async () => JSON.stringify(await leftovers()) === JSON.stringify(NOTHING), 'nothing of the pods left', 60_000);
   t.deepEqual(await leftovers(), NOTHING);
+});
+
+/** knit serve restarted with KNIT_FAILPOINT set, registered again with the kubelet. */
+async function restartWithFailpoint(failpoint: string) {
+  await d.stop();
+  d = await d.restart({ KNIT_FAILPOINT: failpoint });
+  await eventually(() => d.logs.some((l) => l.includes('registered with the kubelet as a DRA plugin')), 'the kubelet registers the restarted knit', 60_000);
+}
+
+/** The failpoint's SIGKILL, then a plain `knit serve` on the same dirs (start-up repair). */
+let atCrash: string[] = [];
+let cdiAtCrash: string[] = [];
+let vfAtCrash: ReturnType<typeof vfState>;
+async function afterCrashRestart() {
+  const crashed = d;
+  const exit = await Promise.race([crashed.exited, new Promise<undefined>((r) => setTimeout(r, 90_000, undefined))]);
+  if (exit?.signal !== 'SIGKILL') throw new Error(`the failpoint did not kill knit: ${JSON.stringify(exit)}\n${crashed.logs.slice(-5).join('\n')}`);
+  atCrash = journalStates();
+  cdiAtCrash = readdirSync(node.cdiDir).filter((f) => f.startsWith(`${DRIVER}-`));
+  vfAtCrash = vfState(s.vfs[0]!.name);
+  d = await crashed.restart();
+}
+
+/** The states in knit's claim journal (its files, read directly: knit is down). */
+const journalStates = () =>
+  readdirSync(path.join(d.dir, 'run', 'dra-claims')).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(path.join(d.dir, 'run', 'dra-claims', f), 'utf8')).state);
+
+/** A runc pod with VF 0's netdev through a claim, checked from inside (kubectl exec) and against the host. */
+async function netdevPodChecks(t: ExecutionContext, name: string, address: string) {
+  t.regex(await cp.kubectl('exec', name, '--', 'ip', '-o', 'addr', 'show', 'dev', 'net1'), new RegExp(` inet ${address.replace(/\./g, '\\.')}/24 `));
+  t.regex(await cp.kubectl('exec', name, '--', 'ping', '-c', '1', '-W', '2', '192.0.2.1'), /1 packets received/);
+  const links = (await cp.kubectl('exec', name, '--', 'ip', '-o', 'link', 'show')).split('\n').filter(Boolean).map((l) => l.split(': ')[1]!.split('@')[0]);
+  t.deepEqual(links.sort(), ['eth0', 'lo', 'net1'], `${name}: one eth0 and one net1 in the pod, nothing left from the crashed attempt`);
+  t.is(vfState(s.vfs[0]!.name), undefined, 'the VF netdev left the host');
+}
+
+for (const c of [
+  { name: 'crash-between', failpoint: 'attach:0', when: 'between the kubelet\'s Prepare and the pod\'s attach (knit dies as knit-cni\'s ADD arrives, before it changes anything)' },
+  { name: 'crash-attach', failpoint: 'attach:1', when: 'during the pod\'s attach (after its first step, before the VF moves)' },
+]) {
+  test.serial(`kill -9 of knit serve ${c.when}, then a restart: the kubelet's retry gets the pod its VF netdev with the claim's address, nothing of the crashed attempt stays in the host or the pod, and deleting the pod gives the VF back as it was (stand-in hardware: veth as VF netdev, simulated sysfs)`, async (t) => {
+    t.timeout(300_000);
+    const before = vfState(s.vfs[0]!.name);
+    deleteOnFailure(t, c.name);
+    await restartWithFailpoint(c.failpoint);
+    await apply(podWithClaim(c.name, { className: 'knit-netdev', vf: 0, parameters: { interfaceName: 'net1', addresses: ['192.0.2.11/24'] } }));
+    await afterCrashRestart();
+    t.deepEqual(atCrash, ['prepared'], 'the claim was prepared when knit died');
+    t.deepEqual(vfAtCrash, before, 'the VF had not moved yet when knit died');
+    await podReady(c.name, '180s');
+    await netdevPodChecks(t, c.name, '192.0.2.11');
+    await deletePod(c.name);
+    await eventually(() => JSON.stringify(vfState(s.vfs[0]!.name)) === JSON.stringify(before), 'the VF back in the host as it was', 60_000);
+    await eventually(async () => JSON.stringify(await leftovers()) === JSON.stringify(NOTHING), 'nothing of the pod left', 60_000);
+    t.deepEqual(await leftovers(), NOTHING);
+    t.deepEqual(vfState(s.vfs[0]!.name), before);
+  });
+}
+
+test.serial('kill -9 of knit serve during the kubelet\'s Prepare (the VF\'s bind done, its CDI spec not yet written), then a restart: start-up repair rolls the claim back, the kubelet\'s retry prepares it whole and the Kata pod gets its VFIO hand-off and CDI device nodes; nothing left after deletion (stand-in hardware: simulated sysfs with the VF bound to vfio-pci beforehand, stand-in /dev/vfio nodes)', async (t) => {
+  t.timeout(300_000);
+  deleteOnFailure(t, 'crash-prepare');
+  await restartWithFailpoint('draprepare:1');
+  await apply(podWithClaim('crash-prepare', { className: 'knit-vfio', vf: 1, parameters: { addresses: ['192.0.2.43/24'] }, annotations: { 'knit.dev/runtime': 'kata' } }));
+  await afterCrashRestart();
+  t.deepEqual(atCrash, ['preparing'], 'knit died inside the claim\'s Prepare');
+  t.deepEqual(cdiAtCrash, [], 'before its CDI spec was written');
+  await eventually(() => d.logs.some((l) => l.includes('DRA start-up repair') && l.includes('rolledBack')), 'start-up repair of the interrupted Prepare', 10_000);
+  await podReady('crash-prepare', '180s');
+  t.is((await cp.kubectl('exec', 'crash-prepare', '--', 'stat', '-c', '%F %t:%T', `/dev/vfio/${GROUP(1)}`)).trim(), 'character special file 1:3');
+  const uid = (await cp.getJson('get', 'pod', 'crash-prepare', '-n', 'default')).metadata.uid;
+  const h = (await knitSandboxOf(uid))!.interfaces.find((i: any) => i.name === 'vfio0');
+  t.like(h.handoff, { model: 'vfio', runtime: 'kata', vfioDevice: `/dev/vfio/${GROUP(1)}`, networkData: { interfaceName: 'vfio0', ips: ['192.0.2.43/24'] } });
+  t.like(JSON.parse(readFileSync(path.join(node.cdiDir, readdirSync(node.cdiDir).find((f) => f.startsWith(`${DRIVER}-`))!), 'utf8')).devices[0].containerEdits.deviceNodes[0], { path: `/dev/vfio/${GROUP(1)}` });
+  await deletePod('crash-prepare');
+  await eventually(async () => JSON.stringify(await leftovers()) === JSON.stringify(NOTHING), 'nothing of the pod left', 60_000);
+  t.deepEqual(await leftovers(), NOTHING);
+  t.is(await driverOf(1), 'vfio-pci');
 });
