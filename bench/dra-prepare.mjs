@@ -5,7 +5,7 @@
 // hardware here: the VFs are a simulated sysfs and PF (test/fixtures/dra-node.ts), so the
 // figures are knit's own work per claim (the API read stands in as a JSON object, the record
 // write and fsync, sysfs reads, gRPC) plus a simulated PF-side vf.set, not a NIC's. Not a test;
-// not yet side by side with dranet (README.md "Devices through DRA", what is left).
+// not side by side with dranet, which the Go module proxy does not serve here (bench/README.md).
 // Usage: node bench/dra-prepare.mjs [runs=5] after `npm run build`.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

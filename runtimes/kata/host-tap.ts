@@ -66,7 +66,7 @@ export function planHostTap(input: InterfaceInput, opts: KataOptions): Interface
   // Created exclusively inside the configured dir; removed only while it holds what knit wrote.
   steps.push({
     description: `write Kata DAN file ${path}`,
-    do: { op: 'file.write', path, content, mode: 0o644, within: opts.danRoot },
+    do: { op: 'file.write', path, content, mode: 0o644, within: opts.danRoot, withinKey: 'kata.danDir' },
     undo: { op: 'file.remove', path, sha256: createHash('sha256').update(content).digest('hex') },
   });
 

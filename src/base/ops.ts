@@ -246,7 +246,9 @@ export interface NftDeleteAction { op: 'nft.delete'; family: 'inet' | 'ip' | 'ip
 /** A file a launcher reads (Kata's DAN file). With `within` (the configured directory it must
  * stay inside, checked with symlinks resolved), it is created exclusively: whatever already
  * lies at `path` is refused, never overwritten. Older records carry neither field. */
-export interface FileWriteAction { op: 'file.write'; path: string; content: string; mode?: number; within?: string }
+/** `within`: the configured directory the file must resolve into; `withinKey`: the config key
+ * that sets it, named when a write is refused (absent in records from before it: kata.danDir). */
+export interface FileWriteAction { op: 'file.write'; path: string; content: string; mode?: number; within?: string; withinKey?: string }
 /** With `sha256` (of the content knit wrote), the file is removed only while it still holds
  * that content: a file knit did not write is left where it is. */
 export interface FileRemoveAction { op: 'file.remove'; path: string; ignoreMissing?: boolean; sha256?: string }

@@ -175,6 +175,9 @@ const draSchema = z.strictObject({
   pluginsDir: absolutePath.default('/var/lib/kubelet/plugins'),
   /** Where knit writes one CDI spec per prepared claim (knit.dev-<claim uid>.json), and nothing else. */
   cdiDir: absolutePath.default('/var/run/cdi'),
+  /** Where the container runtime finds the host's /dev: a CDI device node's hostPath is
+   * <devRoot><path> (its path in the container stays /dev/...). "/" writes no hostPath. */
+  devRoot: absolutePath.default('/'),
   /** Domain of the device attributes knit publishes; "dra.net" keeps dranet's selectors working. */
   attributeDomain: dnsSubdomain.default('dra.net'),
   /** Publish this node's devices as ResourceSlices (off: another component publishes them). */

@@ -1,4 +1,4 @@
-// Files knit writes for a launcher (Kata's DAN file), as root, at a path a request helped pick.
+// Files knit writes for a launcher (Kata's DAN file, a DRA claim's CDI spec), as root, at a path a request helped pick.
 // So: the directory must resolve (symlinks followed) inside the configured one; the file is
 // created exclusively, never over something already there (a symlink included: link(2) does
 // not follow its target name); and it is removed only while it still holds what knit wrote.
@@ -20,16 +20,16 @@ const inside = (dir: string, root: string) => dir === root || dir.startsWith(roo
 
 /** The file's directory, checked to lie inside `within` once symlinks are resolved. The
  * configured directory itself is made if missing; a directory below it must exist. */
-async function confinedDir(file: string, within: string): Promise<string> {
+async function confinedDir(file: string, within: string, key: string): Promise<string> {
   const dir = path.dirname(file);
   await mkdir(within, { recursive: true, mode: 0o755 });
   const realDir = await realpath(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'ENOENT') throw err;
-    throw new KnitError('FAILED_PRECONDITION', `${dir} does not exist; knit makes only ${within} itself (config kata.danDir)`);
+    throw new KnitError('FAILED_PRECONDITION', `${dir} does not exist; knit makes only ${within} itself (config ${key})`);
   });
   const realRoot = await realpath(within);
   if (!inside(realDir, realRoot)) {
-    throw new KnitError('FAILED_PRECONDITION', `${dir} resolves to ${realDir}, outside ${realRoot} where knit writes Kata DAN files; knit does not follow it`);
+    throw new KnitError('FAILED_PRECONDITION', `${dir} resolves to ${realDir}, outside ${realRoot} (config ${key}), the directory knit writes it in; knit does not follow it`);
   }
   return dir;
 }
@@ -37,7 +37,7 @@ async function confinedDir(file: string, within: string): Promise<string> {
 export async function writeOwnedFile(a: FileWriteAction): Promise<void> {
   // A record from before confinement: written as it was then.
   if (a.within === undefined) return atomicWriteFile(a.path, a.content, a.mode ?? 0o644);
-  const dir = await confinedDir(a.path, a.within);
+  const dir = await confinedDir(a.path, a.within, a.withinKey ?? 'kata.danDir');
   // Complete before it appears under its name (a launcher may be looking), then linked there:
   // link(2) fails with EEXIST whatever is at the name, and replaces nothing.
   const tmp = path.join(dir, tmpName(a.path));
@@ -50,7 +50,7 @@ export async function writeOwnedFile(a: FileWriteAction): Promise<void> {
   } catch (err) {
     await handle.close().catch(() => undefined);
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new KnitError('ALREADY_EXISTS', `${a.path} already exists and knit did not write it for this attach; knit never replaces a file it did not make (remove it if it is a stale DAN file)`);
+      throw new KnitError('ALREADY_EXISTS', `${a.path} already exists and knit did not write it (config ${a.withinKey ?? 'kata.danDir'}); knit never replaces a file it did not make (remove it if it is a stale one)`);
     }
     throw err;
   } finally {

@@ -13,6 +13,7 @@ import { DaemonActionRunner } from './action-runner.js';
 import { peerCred } from '../net/peercred.js';
 import { SandboxManager } from '../core/manager.js';
 import type { ManagerHooks } from '../core/ports.js';
+import type { Failpoint } from '../core/executor.js';
 import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { attachedCount } from '../core/node-status.js';
@@ -76,7 +77,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   });
   const extensionStore = await RecordStore.open<Extension>(path.join(config.stateDir, 'extensions'), undefined, { onProblem: storeProblem });
 
-  const { beforeCniAdd, ...planFailpoints } = failpointsFromEnv(process.env, log);
+  const { beforeCniAdd, draPrepareFailpoint, ...planFailpoints } = failpointsFromEnv(process.env, log);
   const runner = new DaemonActionRunner({
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
     beforeAdd: beforeCniAdd,
@@ -196,7 +197,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
   // The DRA driver, only when configured: its modules (and the API client) load only then.
-  const dra = config.dra ? await startDraDriver(config, runner, log, metrics) : undefined;
+  const dra = config.dra ? await startDraDriver(config, runner, log, metrics, draPrepareFailpoint) : undefined;
   const service: SandboxService = dra ? dra.wrap(manager) : manager;
 
   // Sandboxes whose netns went while knit was down: their addresses are free before the API answers.
@@ -310,7 +311,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   log.info({}, 'knit stopped');
 }
 
-async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics) {
+async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics, prepareFailpoint?: Failpoint) {
   const settings = config.dra!;
   const [{ startDra }, { kubeApi }] = await Promise.all([import('../dra/index.js'), import('./kube-api.js')]);
   return startDra({
@@ -321,5 +322,6 @@ async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, lo
     api: await kubeApi(settings.kubeconfig),
     log: log.child({ part: 'dra' }),
     onRegistration: (registered) => metrics.draRegistrations.inc({ registered: String(registered) }),
+    ...(prepareFailpoint && { prepareFailpoint }),
   });
 }

@@ -27,25 +27,29 @@ export const cdiDeviceId = (driver: string, claimUid: string, device: string) =>
 /** knit's file for a claim: only names of this form are ever written or removed. */
 export const cdiSpecPath = (dir: string, driver: string, claimUid: string) => path.join(dir, `${driver}-${claimUid}.json`);
 
-export function cdiSpec(driver: string, claimUid: string, devices: CdiDevice[]): object {
+/** A device node: `path` in the container; `hostPath` (CDI 0.5.0) only when the runtime finds
+ * the host's /dev somewhere other than /dev (config dra.devRoot). */
+const deviceNode = (p: string, devRoot: string) => (devRoot === '/' ? { path: p } : { path: p, hostPath: path.join(devRoot, p) });
+
+export function cdiSpec(driver: string, claimUid: string, devices: CdiDevice[], devRoot = '/'): object {
   return {
     cdiVersion: CDI_VERSION,
     kind: cdiKind(driver),
     devices: devices.map((d) => ({
       name: cdiDeviceName(claimUid, d.device),
-      containerEdits: { deviceNodes: d.charDevices.map((p) => ({ path: p })) },
+      containerEdits: { deviceNodes: d.charDevices.map((p) => deviceNode(p, devRoot)) },
     })),
   };
 }
 
 /** Writing the claim's spec, as a journaled step whose inverse removes exactly what knit wrote. */
-export function cdiSpecStep(dir: string, driver: string, claimUid: string, devices: CdiDevice[]): Step {
+export function cdiSpecStep(dir: string, driver: string, claimUid: string, devices: CdiDevice[], devRoot = '/'): Step {
   const file = cdiSpecPath(dir, driver, claimUid);
-  const content = `${JSON.stringify(cdiSpec(driver, claimUid, devices), null, 2)}\n`;
+  const content = `${JSON.stringify(cdiSpec(driver, claimUid, devices, devRoot), null, 2)}\n`;
   const sha256 = createHash('sha256').update(content).digest('hex');
   return {
     description: `CDI spec ${file} for ${devices.map((d) => d.device).join(', ')}`,
-    do: { op: 'file.write', path: file, content, mode: 0o644, within: dir },
+    do: { op: 'file.write', path: file, content, mode: 0o644, within: dir, withinKey: 'dra.cdiDir' },
     undo: { op: 'file.remove', path: file, ignoreMissing: true, sha256 },
   };
 }

@@ -16,6 +16,7 @@ import { CLAIM_RECORD_VERSION, claimWhat, type ClaimRecord, type PreparedClaimDe
 import { cdiDeviceId, cdiSpecStep } from './cdi.js';
 import { planClaimDevice } from './prepare-device.js';
 import { runSteps, undoSteps, type StepRunner } from './steps.js';
+import type { Failpoint } from '../core/executor.js';
 
 /** The claim records (a RecordStore in the daemon). */
 export type ClaimStore = Pick<RecordStore<ClaimRecord>, 'get' | 'ids' | 'put' | 'remove'>;
@@ -25,10 +26,14 @@ export interface DraDriverOptions {
   /** This node's name: the pool of its devices. */
   nodeName: string;
   cdiDir: string;
+  /** Where the runtime finds the host's /dev (config dra.devRoot; default "/"). */
+  devRoot?: string;
   sysfs: Sysfs;
   claims: ClaimReader;
   records: ClaimStore;
   runner: StepRunner;
+  /** Crash tests (KNIT_FAILPOINT=draprepare:<n>): fired before step n of each Prepare. */
+  prepareFailpoint?: Failpoint;
   /** The sandbox whose attach holds this PCI device, if any: Unprepare waits for its detach. */
   sandboxHolding?(pciAddress: string): Promise<string | undefined>;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
@@ -175,7 +180,7 @@ export class DraDriver {
     }
     const withCdi = devices.filter((d) => d.charDevices.length);
     if (withCdi.length) {
-      steps.push(cdiSpecStep(this.o.cdiDir, this.o.driverName, ref.uid, withCdi.map((d) => ({ device: d.device, charDevices: d.charDevices }))));
+      steps.push(cdiSpecStep(this.o.cdiDir, this.o.driverName, ref.uid, withCdi.map((d) => ({ device: d.device, charDevices: d.charDevices })), this.o.devRoot));
       for (const d of withCdi) d.cdiId = cdiDeviceId(this.o.driverName, ref.uid, d.device);
     }
 
@@ -185,7 +190,7 @@ export class DraDriver {
     };
     await this.o.records.put(ref.uid, record); // the journal: before the first change
     try {
-      await runSteps(this.o.runner, steps);
+      await runSteps(this.o.runner, steps, this.o.prepareFailpoint);
     } catch (err) {
       // Undone (runSteps): the record goes. Should that write fail, start-up repair rolls back from it.
       await this.o.records.remove(ref.uid).catch(() => undefined);

@@ -17,6 +17,7 @@ import { claimReader, type KubeApi } from './kube-port.js';
 import { kubeletSockets, startKubeletServer } from './kubelet-server.js';
 import { publishSlice } from './slices.js';
 import type { StepRunner } from './steps.js';
+import type { Failpoint } from '../core/executor.js';
 
 export interface DraLog {
   info(o: object, m: string): void;
@@ -31,6 +32,8 @@ export interface DraStartOptions {
   api: KubeApi;
   log: DraLog;
   onRegistration?(registered: boolean, error: string): void;
+  /** Crash tests: KNIT_FAILPOINT=draprepare:<n> (src/daemon/failpoints.ts). */
+  prepareFailpoint?: Failpoint;
   /** How often the inventory is read again for the ResourceSlice (ms). */
   sliceIntervalMs?: number;
 }
@@ -56,7 +59,8 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
   const sysfs = new Sysfs(o.sysfsRoot);
   let sandboxes: SandboxService | undefined; // set by wrap()
   const driver = new DraDriver({
-    driverName: s.driverName, nodeName, cdiDir: s.cdiDir, sysfs, claims: claimReader(o.api), records, runner: o.runner, log: o.log,
+    driverName: s.driverName, nodeName, cdiDir: s.cdiDir, devRoot: s.devRoot, sysfs, claims: claimReader(o.api), records, runner: o.runner, log: o.log,
+    ...(o.prepareFailpoint && { prepareFailpoint: o.prepareFailpoint }),
     sandboxHolding: (pci) => (sandboxes ? sandboxHoldingIn(sandboxes)(pci) : Promise.resolve(undefined)),
   });
   const repaired = await driver.recover();

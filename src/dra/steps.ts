@@ -3,6 +3,7 @@
 // in reverse, so nothing half-done stays; undo() runs every inverse, tolerating what is gone.
 import { isHostAction, type Step, type StepAction } from '../base/plan.js';
 import type { HostAction, Op, OpResult, ResultsOf } from '../base/ops.js';
+import type { Failpoint } from '../core/executor.js';
 
 export interface StepRunner {
   runOps<const T extends readonly Op[]>(netns: string | undefined, ops: T): Promise<ResultsOf<T>>;
@@ -14,17 +15,20 @@ function run(runner: StepRunner, netns: string | undefined, a: StepAction): Prom
 }
 
 /** Runs the steps in order; a failure undoes those that ran (in reverse) and rethrows, with the
- * step that failed named. An undo that fails too is added to the message. */
-export async function runSteps(runner: StepRunner, steps: Step[]): Promise<void> {
+ * step that failed named. An undo that fails too is added to the message. The crash tests'
+ * failpoint fires before step `index` (the step count: after the last). */
+export async function runSteps(runner: StepRunner, steps: Step[], failpoint?: Failpoint): Promise<void> {
   let done = 0;
   try {
     for (const step of steps) {
+      if (failpoint?.index === done) failpoint.fire();
       await run(runner, step.netns, step.do).catch((err: Error) => {
         err.message = `${step.description}: ${err.message}`;
         throw err;
       });
       done++;
     }
+    if (failpoint?.index === steps.length) failpoint.fire();
   } catch (err) {
     const problems = await undoSteps(runner, steps.slice(0, done));
     if (problems.length && err instanceof Error) err.message += ` (undoing what ran also failed: ${problems.join('; ')})`;

@@ -118,11 +118,16 @@ async function launch(o: DaemonOptions, dir: string, configPath: string, env: Re
   for (;;) {
     if (dead) throw new Error(`knit serve exited during start-up: ${stderr}\n${logs.join('\n')}`);
     if (existsSync(cfg.socket)) {
+      // A fresh client each time: one that met a dead socket (a kill -9 leaves it) backs off
+      // exponentially, and would miss a daemon that takes seconds to start.
+      const probe = client(cfg.socket);
       try {
-        await call('NodeStatus', {});
+        await promisified(probe)('NodeStatus', {});
         break;
       } catch {
         /* not yet */
+      } finally {
+        probe.close();
       }
     }
     if (Date.now() > deadline) throw new Error(`knit serve did not become ready: ${stderr}\n${logs.slice(-20).join('\n')}`);

@@ -13,6 +13,7 @@ import { kubeletSockets, startKubeletServer } from '../../src/dra/kubelet-server
 import type { ClaimRecord } from '../../src/dra/claim-record.js';
 import { KnitError } from '../../src/base/errors.js';
 import { withPodDevices } from '../../src/dra/attach.js';
+import { cdiSpec } from '../../src/dra/cdi.js';
 import { DRA_INTERFACES_LABEL } from '../../src/dra/labels.js';
 import type { AttachRequest } from '../../src/base/types.js';
 import { createSriovNode, NODE, type FakeSysfs } from '../fixtures/fake-sysfs.js';
@@ -292,3 +293,26 @@ function withPodDevicesError(fn: () => unknown): KnitError | undefined {
     return err as KnitError;
   }
 }
+
+test('a CDI spec file knit did not write is never replaced: that claim\'s Prepare fails naming the file and config dra.cdiDir, and its VF is left as it was (simulated sysfs and PF)', async (t) => {
+  const env = await setUp(t, 'kdraa');
+  const before = await env.node.snapshot();
+  const ref = env.claim({ name: 'vm-nic', uid: UID(1), results: [{ device: vfDevice(1) }], config: [{ parameters: { mode: 'vfio' } }] });
+  const stale = path.join(env.cdiDir, `${DRIVER}-${UID(1)}.json`);
+  await fs.mkdir(env.cdiDir, { recursive: true });
+  await fs.writeFile(stale, '{"someone": "else"}\n');
+  const res = (await env.kubelet().prepare([ref])).claims[UID(1)]!;
+  t.true(res.error.startsWith(`claim default/vm-nic (uid ${UID(1)}): `), res.error);
+  t.true(res.error.includes(`${stale} already exists and knit did not write it (config dra.cdiDir)`), res.error);
+  t.false(res.error.includes('kata'), res.error);
+  t.is(await fs.readFile(stale, 'utf8'), '{"someone": "else"}\n');
+  t.deepEqual(await env.node.snapshot(), before, 'the vfio-pci binding that ran first was undone');
+});
+
+test('config dra.devRoot: the CDI spec\'s device nodes keep their /dev path in the container and take their hostPath under devRoot; "/" writes no hostPath', (t) => {
+  const devices = [{ device: 'pci-0000-3b-01-1', charDevices: ['/dev/vfio/42', '/dev/vfio/vfio'] }];
+  const nodes = (devRoot?: string) => (cdiSpec(DRIVER, UID(1), devices, devRoot) as any).devices[0].containerEdits.deviceNodes;
+  t.deepEqual(nodes(), [{ path: '/dev/vfio/42' }, { path: '/dev/vfio/vfio' }]);
+  t.deepEqual(nodes('/'), nodes());
+  t.deepEqual(nodes('/srv/host'), [{ path: '/dev/vfio/42', hostPath: '/srv/host/dev/vfio/42' }, { path: '/dev/vfio/vfio', hostPath: '/srv/host/dev/vfio/vfio' }]);
+});

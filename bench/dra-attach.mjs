@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// A claimed VF netdev's Prepare + attach beside a plain runc attach, in one run on the real
+// kernel: the same in-process manager and action runner as the daemon, a real pod netns, and
+// a stand-in VF (a veth end in the host whose peer sits in a fabric netns; its PCI side a
+// simulated sysfs, test/kernel/device-standin.ts). The device path should cost no more than its
+// extra kernel requests: the table gives the time ratio next to the ratio of kernel changes
+// (plan steps: Prepare's, then the attach's), counted from knit's own plans. Not a test.
+// Usage: node bench/dra-attach.mjs [runs=30] as root, after `npm run build`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const RUNS = Number(process.argv[2] ?? 30);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const b = async (p) => import(pathToFileURL(path.join(root, 'build', p)).href);
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+
+const { setInstance } = await b('src/base/names.js');
+const { SandboxManager } = await b('src/core/manager.js');
+const { Reaper } = await b('src/core/reaper.js');
+const { DEVICE_ACTION_OPS } = await b('src/base/ops.js');
+const { runDeviceAction } = await b('src/devices/actions.js');
+const { runHostAction } = await b('src/daemon/host-actions.js');
+const { DaemonActionRunner } = await b('src/daemon/action-runner.js');
+const { NetnsChecker } = await b('src/daemon/netns-checker.js');
+const { Ipam } = await b('src/ipam/index.js');
+const { RecordStore } = await b('src/store/index.js');
+const { strategies } = await b('runtimes/index.js');
+const { DraDriver } = await b('src/dra/driver.js');
+const { withClaimedDevices } = await b('src/dra/attach.js');
+const { ClaimsInApi, DRIVER, POOL, resourceClaim } = await b('test/fixtures/dra-node.js');
+const { makeStandIn } = await b('test/kernel/device-standin.js');
+const { makeNetns, removeNetns } = await b('test/helpers/daemon.js');
+
+const P = `kbd${process.pid % 1000}`;
+setInstance(`knit-${P}`);
+const cleanups = [];
+const scope = { teardown: (fn) => cleanups.push(fn) };
+try {
+  const NETWORK = { name: 'pods', mode: 'routed', mtu: 1500, hairpin: false, routes: [], ipv4: { subnet: '10.238.7.0/24', gateway: '10.238.7.1' } };
+  const s = await makeStandIn(scope, P, 1);
+  const pod = `${P}-pod`;
+  const podPath = makeNetns(pod);
+  cleanups.push(() => removeNetns(pod));
+  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}-`));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const net = new DaemonActionRunner();
+  cleanups.push(() => net.close());
+  const deviceEnv = { sysfs: () => s.node.kernel, runOps: (ns, ops) => net.runOps(ns, ops) };
+  const runner = {
+    runOps: (ns, ops) => net.runOps(ns, ops),
+    runHostAction: (ns, a) => (DEVICE_ACTION_OPS.has(a.op) ? runDeviceAction(ns, a, deviceEnv) : runHostAction(ns, a, deviceEnv.runOps)),
+    netnsUsable: (ns, expect) => net.netnsUsable(ns, expect),
+  };
+  const reaper = new Reaper(runner, (err) => console.error('reaper', err.message));
+  const manager = new SandboxManager({
+    networks: () => new Map([[NETWORK.name, NETWORK]]), defaultNetwork: () => NETWORK.name, unreadyNetworks: () => new Map(),
+    records: await RecordStore.open(path.join(dir, 'sandboxes')), ipam: new Ipam([{ ...NETWORK, ipv4: { subnet: NETWORK.ipv4.subnet, gateway: NETWORK.ipv4.gateway, reserved: [] } }]), runner,
+    netns: new NetnsChecker(), strategies,
+    extensions: { list: () => [], register: async () => undefined, unregister: async () => undefined, notify: async () => undefined, missingRequired: () => [] },
+    reaper, sysfsRoot: () => s.node.root,
+  });
+  const api = new ClaimsInApi();
+  const driver = new DraDriver({ driverName: DRIVER, nodeName: POOL, cdiDir: path.join(dir, 'cdi'), sysfs: s.node.kernel, claims: api, records: await RecordStore.open(path.join(dir, 'claims')), runner });
+  const service = withClaimedDevices(manager, driver);
+  const req = (id, podUid) => ({
+    sandboxId: id, podUid, podName: 'b', podNamespace: 'default', netnsPath: podPath, runtime: 'runc',
+    interfaces: [{ name: 'eth0', network: 'pods' }], portMappings: [], labels: {}, annotations: {},
+  });
+  const PARAMS = { interfaceName: 'net1', addresses: ['192.0.2.10/24'], routes: [{ dst: '198.51.100.0/24', gw: '192.0.2.1' }] };
+
+  // The kernel floor of the VF's own work: one veth moved into the pod netns (from a parking
+  // netns, and back), one RTM_NEWLINK each way, through the same runner.
+  const mover = `${P}mv`;
+  execFileSync('ip', ['link', 'add', mover, 'type', 'veth', 'peer', 'name', `${P}mp`, 'netns', s.fabric]);
+  const park = `${P}-park`;
+  const parkPath = makeNetns(park);
+  cleanups.push(() => removeNetns(park));
+  await runner.runOps(undefined, [{ op: 'link.set', link: mover, netns: parkPath }]);
+  const moves = [];
+
+  const plain = [];
+  const device = [];
+  let steps;
+  for (let r = 0; r < RUNS + 3; r++) {
+    // Alternate, so load and caches fall on both alike; the first three are warm-up.
+    let t0 = process.hrtime.bigint();
+    await service.attach(req(`${P}-plain`, ''));
+    const tPlain = Number(process.hrtime.bigint() - t0) / 1e6;
+    await service.detach(`${P}-plain`);
+    await reaper.whenReaped?.();
+
+    const uid = `c1a10000-0000-4000-8000-${String(r).padStart(12, '0')}`;
+    const podUid = `5e1f0000-0000-4000-8000-${String(r).padStart(12, '0')}`;
+    const ref = api.add(resourceClaim({ name: `c${r}`, uid, podUid, results: [{ device: 'pci-0000-5a-02-0' }], config: [{ parameters: PARAMS }] }));
+    t0 = process.hrtime.bigint();
+    const prep = (await driver.prepare([{ namespace: ref.namespace, name: ref.name, uid: ref.uid }])).get(uid);
+    if ('error' in prep) throw new Error(prep.error);
+    const tPrep = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (!steps) {
+      steps = {
+        plain: (await service.plan(req(`${P}-count`, ''))).steps.length,
+        prepare: driver.claimsOfPod(podUid).prepared[0].steps.length,
+        attach: (await service.plan(req(`${P}-count`, podUid))).steps.length,
+      };
+    }
+    t0 = process.hrtime.bigint();
+    await service.attach(req(`${P}-dev`, podUid));
+    const tAttach = Number(process.hrtime.bigint() - t0) / 1e6;
+    await service.detach(`${P}-dev`);
+    await reaper.whenReaped?.();
+    const un = (await driver.unprepare([{ namespace: ref.namespace, name: ref.name, uid }])).get(uid);
+    if (un.error) throw new Error(un.error);
+    t0 = process.hrtime.bigint();
+    await runner.runOps(parkPath, [{ op: 'link.set', link: mover, netns: podPath }]);
+    const tMove = Number(process.hrtime.bigint() - t0) / 1e6;
+    await runner.runOps(podPath, [{ op: 'link.set', link: mover, netns: parkPath }]);
+    if (r >= 3) {
+      moves.push(tMove);
+      plain.push(tPlain);
+      device.push({ prep: tPrep, attach: tAttach, total: tPrep + tAttach });
+    }
+  }
+  const mp = median(plain);
+  const md = { prep: median(device.map((d) => d.prep)), attach: median(device.map((d) => d.attach)), total: median(device.map((d) => d.total)) };
+  const devSteps = steps.prepare + steps.attach;
+  console.log(`node ${process.version}; medians of ${RUNS} runs, alternating; stand-in VF (veth, simulated sysfs)`);
+  console.log('| path | ms | kernel changes (plan steps) | time ratio | steps ratio |');
+  console.log('|---|---:|---:|---:|---:|');
+  console.log(`| plain runc attach (eth0) | ${mp.toFixed(2)} | ${steps.plain} | 1.00 | 1.00 |`);
+  console.log(`| claimed VF: Prepare | ${md.prep.toFixed(2)} | ${steps.prepare} | | |`);
+  console.log(`| claimed VF: attach (eth0 + net1) | ${md.attach.toFixed(2)} | ${steps.attach} | | |`);
+  console.log(`| claimed VF: Prepare + attach | ${md.total.toFixed(2)} | ${devSteps} | ${(md.total / mp).toFixed(2)} | ${(devSteps / steps.plain).toFixed(2)} |`);
+  console.log(`| kernel floor: one veth into a netns (one RTM_NEWLINK) | ${median(moves).toFixed(2)} | 1 | | |`);
+} finally {
+  for (const f of cleanups.reverse()) await Promise.resolve().then(f).catch((e) => console.error('cleanup', e.message));
+}
