@@ -7,13 +7,13 @@
 // -j, knit list). One cluster for the file: the tests run in order on it.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { cleanupDaemon, eventually, hostLinks, pingFrom, startDaemon, CLI, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { fileScope, startControlPlane, startKubelet, type ControlPlane, type Kubelet } from '../fixtures/kube-cluster.js';
 import { BUSYBOX_IMAGE } from '../fixtures/kube-node.js';
-import { cgroupPids, KUBELET_SYSCTLS } from '../fixtures/kube-host.js';
+import { cgroupPids, kubeletSysctlsAsFound } from '../fixtures/kube-host.js';
 
 const P = uniquePrefix('kcl');
 const CLUSTER_CIDR = '10.247.0.0/16';
@@ -31,7 +31,7 @@ let node: Kubelet;
 
 const iptablesKube = () =>
   ['iptables-save', 'ip6tables-save'].flatMap((c) => execFileSync(c, { encoding: 'utf8' }).split('\n').filter((l) => /KUBE-/.test(l)));
-const sysctls = () => KUBELET_SYSCTLS.map((k) => `${k}=${readFileSync(`/proc/sys/${k}`, 'utf8').trim()}`);
+const sysctls = kubeletSysctlsAsFound;
 // Fixed paths only a kubelet or containerd 2 would make (the fixture points everything else at its dirs).
 const KUBE_HOST_PATHS = ['/var/lib/kubelet', '/var/log/containers', '/opt/containerd'];
 const before = { iptables: iptablesKube(), sysctls: sysctls(), missing: KUBE_HOST_PATHS.filter((p) => !existsSync(p)) };
