@@ -3,7 +3,6 @@
 // promisified knit.v1 client. stop() ends only that PID and removes everything it made.
 import * as grpc from '@grpc/grpc-js';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -302,13 +301,4 @@ export function runcAttachReq(id: string, netns: string, o: { podName?: string; 
   };
 }
 
-/** A loopback port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
-}
+export { freePort } from '../fixtures/service.js';
