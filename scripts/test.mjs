@@ -31,8 +31,13 @@ const files = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const usesKube = (f) => existsSync(f) && /fixtures\/kube-/.test(readFileSync(f, 'utf8'));
 if (files.length === 0 || files.some(usesKube)) step('kube binaries (scripts/build-kube.sh)', 'bash', ['scripts/build-kube.sh']);
 
+// npm puts its own bin dirs (node_modules/.bin, npm's node-gyp shim) first on PATH, and ava's
+// dependency @vercel/nft installs a bin named `nft` there: a test that runs `nft` would get a
+// JavaScript file tracer, not nftables. The tests see the machine's PATH, as a user's shell would.
+const machinePath = (process.env.PATH ?? '').split(':').filter((d) => !d.includes('/node_modules/')).join(':');
 const ava = spawn(process.execPath, ['node_modules/ava/entrypoints/cli.mjs', '--tap', ...process.argv.slice(2)], {
   stdio: ['ignore', 'pipe', 'inherit'],
+  env: { ...process.env, PATH: machinePath },
 });
 let passed = 0;
 let failed = 0;

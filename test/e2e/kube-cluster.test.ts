@@ -174,7 +174,7 @@ test.serial('pods deleted: knit detached every one, no link, nft table or record
   t.is((await pods('app in (solo,web,hp)')).length, 0);
   await eventually(() => knitSandboxes().length === 0, 'knit records gone', 120_000);
   await eventually(() => hostLinks().every((l) => !ids.some((id) => l.ifalias?.includes(`sandbox=${id};`))), 'host links gone', 30_000);
-  const tables = JSON.parse(execFileSync('nft', ['-j', 'list', 'tables'], { encoding: 'utf8' })).nftables.filter((x: any) => x.table?.name.startsWith(`hostports-knit-${P}`));
+  const tables = JSON.parse(execFileSync('/usr/sbin/nft', ['-j', 'list', 'tables'], { encoding: 'utf8' })).nftables.filter((x: any) => x.table?.name.startsWith(`hostports-knit-${P}`));
   t.deepEqual(tables, []);
   const node0 = await d.call('NodeStatus', {});
   t.is(Number(node0.networks.find((n: any) => n.name === `${P}net`).pools[0].used), 0, 'no address held');
