@@ -333,6 +333,8 @@ export interface LinkInfo {
   linkNetnsId?: number;
   numTxQueues?: number;
   vfs?: VfInfo[];
+  /** A VXLAN device's settings; `dev` is the underlay's ifindex. */
+  vxlan?: { vni: number; port: number; local?: string; dev?: number };
 }
 
 export interface VfInfo {

@@ -3,7 +3,7 @@
 // switches, the masquerade table. Every change goes through the daemon's action runner.
 import type { Logger } from 'pino';
 import type { DaemonActionRunner } from './action-runner.js';
-import type { AddrInfo, FdbInfo, NeighInfo, Op } from '../base/ops.js';
+import type { AddrInfo, FdbInfo, LinkInfo, NeighInfo, Op } from '../base/ops.js';
 import { networkAliasTag, vtepAliasTag } from '../base/names.js';
 import type { WantVtep } from '../cluster/plan.js';
 import type { KernelView } from '../cluster/reconcile.js';
@@ -31,12 +31,20 @@ export class ClusterKernel {
   }
 
   /** The VTEP: made once, tagged, its MAC from the node name; a device of that name knit did
-   * not make is left alone and reported. True when it was made or changed. */
+   * not make is left alone and reported. One whose VNI, port, local address or underlay no
+   * longer matches (a config reload, the node's address moved) is made again: the kernel
+   * changes none of them on a live VXLAN device. True when it was made or changed. */
   async ensureVtep(v: WantVtep, kernel: KernelView & { addrs: AddrInfo[] }): Promise<boolean> {
     const tag = vtepAliasTag(v.network);
-    const have = kernel.links.find((l) => l.name === v.name);
+    let have = kernel.links.find((l) => l.name === v.name);
     if (have && have.alias !== tag) throw new Error(`a link named ${v.name} exists and knit did not create it (alias "${have.alias ?? ''}"); knit will not use it as network ${v.network}'s VTEP`);
     const ops: Op[] = [];
+    const drift = have ? vtepDrift(have, v, kernel.links) : [];
+    if (drift.length) {
+      this.log.info({ vtep: v.name, network: v.network, changed: drift }, 'the VTEP no longer matches its network; making it again');
+      ops.push({ op: 'link.del', link: v.name, ignoreMissing: true });
+      have = undefined;
+    }
     if (!have) {
       ops.push({ op: 'link.add', kind: 'vxlan', name: v.name, vni: v.vni, port: v.port, local: v.local, dev: v.dev, learning: false, mac: v.mac, mtu: v.mtu, alias: tag, up: true });
     } else if (have.mac !== v.mac || have.mtu !== v.mtu || !have.up) {
@@ -86,4 +94,13 @@ export class ClusterKernel {
     else await this.runner.runHostAction(undefined, { op: 'nft.delete', family: 'inet', table, ignoreMissing: true });
     this.lastRuleset = ruleset;
   }
+}
+
+/** What of a VTEP's VXLAN settings differs from the wanted ones ("vni 1 → 2", …); empty: none. */
+export function vtepDrift(have: LinkInfo, want: WantVtep, links: LinkInfo[]): string[] {
+  const x = have.vxlan;
+  if (!x) return [];
+  const dev = links.find((l) => l.index === x.dev)?.name ?? (x.dev === undefined ? 'none' : `ifindex ${x.dev}`);
+  const pairs: [string, unknown, unknown][] = [['vni', x.vni, want.vni], ['port', x.port, want.port], ['local', x.local ?? 'none', want.local], ['dev', dev, want.dev]];
+  return pairs.filter(([, a, b]) => a !== b).map(([k, a, b]) => `${k} ${a} → ${b}`);
 }

@@ -18,7 +18,7 @@ import { StaticNodes } from '../cluster/static-nodes.js';
 import type { ClusterNetworkStatus, ClusterNode, NodeSource } from '../cluster/types.js';
 import type { IpFamily } from '../ipam/ip.js';
 import { atomicWriteFile } from '../store/index.js';
-import { ClusterKernel } from './cluster-kernel.js';
+import { ClusterKernel, vtepDrift } from './cluster-kernel.js';
 
 /** Changes that arrive together are applied together. */
 const SETTLE_MS = 20;
@@ -285,7 +285,10 @@ export class ClusterController {
       ...p.peers.filter((x) => x.problem).map((x) => `network ${p.network}: node ${x.node}: ${x.problem}`),
     ]);
     for (const p of this.plans) {
-      if (p.vtep && !kernel.links.some((l) => l.name === p.vtep!.name)) problems.push(`network ${p.network}: VTEP ${p.vtep.name} is missing`);
+      if (!p.vtep) continue;
+      const have = kernel.links.find((l) => l.name === p.vtep!.name);
+      if (!have) problems.push(`network ${p.network}: VTEP ${p.vtep.name} is missing`);
+      else for (const d of vtepDrift(have, p.vtep, kernel.links)) problems.push(`network ${p.network}: VTEP ${p.vtep.name}: ${d}`);
     }
     return [...problems, ...reconcile(this.plans, kernel).differences];
   }

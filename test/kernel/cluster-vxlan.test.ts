@@ -76,3 +76,43 @@ test('vxlan: every pod reaches every other node\'s pods, the node behind the rou
   await eventually(() => ipJson(['route', 'show', f.nodes[1].pod4], n1.ns)[0]?.gateway === f.nodes[1].ip4, 'node 2 routed via its address', 10_000);
   t.falsy(ipJson(['route', 'show', 'proto', '201'], n1.ns).find((r: any) => r.dst === n4.pod4), 'node 4 is off the segment: no route');
 });
+
+test('vxlan: a VTEP whose VNI or port the config changes is made again under the same name, with the same MAC, and traffic resumes', async (t) => {
+  t.timeout(180_000);
+  const P = uniquePrefix('clw');
+  const f = buildFabric(t, P, 227, 2);
+  const net = { name: `${P}net`, mode: 'bridge', bridge: 'cbr0', mtu: 1500, ipv4: { subnet: 'node' }, crossNode: 'vxlan', vxlan: { device: 'knit-vx', vni: 1 } };
+  const cd = clusterDaemons(t, f);
+  const [n1, n2] = f.nodes;
+  for (const node of [n1, n2]) await cd.start(node, net);
+  const pods: { ns: string; v4: string }[] = [];
+  for (const node of [n1, n2]) {
+    const ns = makeNetns(t, P, `p${node.name}`);
+    const r = (await cd.daemons.get(node.name)!.call('Attach', runcAttachReq(`${P}${node.name}-pod`, ns.path))).result;
+    pods.push({ ns: ns.name, v4: r.ips[0].address.split('/')[0] });
+  }
+  t.true(pingFrom(pods[0].ns, pods[1].v4), 'reachable on VNI 1');
+  const before = new Map([n1, n2].map((n) => [n.name, ipJson(['-d', 'link', 'show', 'knit-vx'], n.ns)[0]]));
+  t.like(before.get('n1').linkinfo.info_data, { id: 1, port: 8472 });
+
+  for (const node of [n1, n2]) {
+    const d = cd.daemons.get(node.name)!;
+    const cfg = JSON.parse(readFileSync(d.configPath, 'utf8'));
+    cfg.networks[0].vxlan = { device: 'knit-vx', vni: 7, port: 4789 };
+    writeFileSync(d.configPath, JSON.stringify(cfg));
+  }
+  for (const node of [n1, n2]) {
+    const vni = () => ipJson(['-d', 'link', 'show'], node.ns).find((l: any) => l.ifname === 'knit-vx')?.linkinfo.info_data.id;
+    await eventually(() => vni() === 7, `${node.name}'s VTEP on VNI 7`, 10_000);
+    const after = ipJson(['-d', 'link', 'show', 'knit-vx'], node.ns)[0];
+    t.like(after.linkinfo.info_data, { id: 7, port: 4789 });
+    t.not(after.ifindex, before.get(node.name).ifindex, 'a new device: the kernel changes no VNI in place');
+    t.is(after.address, before.get(node.name).address, 'the MAC is the node\'s, whatever the VNI');
+  }
+  // The routes, neighbours and FDB entries that went with the old device are back on the new one.
+  await eventually(() => ipJson(['route', 'show', n2.pod4], n1.ns)[0]?.dev === 'knit-vx', 'node 2\'s route on the new VTEP', 10_000);
+  const fdb = JSON.parse(sh(n1.ns, 'bridge', '-j', 'fdb', 'show', 'dev', 'knit-vx'));
+  t.truthy(fdb.find((e: any) => e.mac === before.get('n2').address && e.dst === n2.ip4), 'FDB entry for node 2 on the new VTEP');
+  t.true(await eventually(() => pingFrom(pods[0].ns, pods[1].v4), 'reachable on VNI 7'));
+  t.deepEqual(ipJson(['link', 'show'], n1.ns).filter((l: any) => l.ifname.startsWith('knit-vx')).map((l: any) => l.ifname), ['knit-vx'], 'no second VTEP left behind');
+});

@@ -10,6 +10,7 @@ import { planNetwork } from '../../src/cluster/plan.js';
 import { reconcile, peersInPlace, type KernelView } from '../../src/cluster/reconcile.js';
 import { masqueradeRuleset } from '../../src/cluster/masquerade.js';
 import { clusterNodeOf } from '../../src/daemon/kube-nodes.js';
+import { vtepDrift } from '../../src/daemon/cluster-kernel.js';
 import { vtepMac, ROUTE_PROTOCOL } from '../../src/base/names.js';
 import type { ClusterNode } from '../../src/cluster/types.js';
 import type { AddrInfo, RouteInfo } from '../../src/base/ops.js';
@@ -138,4 +139,14 @@ test('`knit serve` without a cluster network loads neither src/kube nor the clus
   walk('src/daemon/serve.ts');
   t.true(seen.has('src/core/manager.ts') && seen.has('src/net/handle.ts'), 'the walk follows the daemon\'s imports');
   t.deepEqual([...seen].filter((f) => f.startsWith('src/kube/') || f === 'src/daemon/cluster.ts' || f === 'src/daemon/kube-nodes.ts'), []);
+});
+
+test('vtepDrift names each VXLAN setting the kernel\'s VTEP no longer shares with the plan, and nothing when all match', (t) => {
+  const links = [{ index: 2, name: 'eth0', mtu: 1500, up: true, lowerUp: true, operstate: 'up', group: 0 }, { index: 3, name: 'eth1', mtu: 1500, up: true, lowerUp: true, operstate: 'up', group: 0 }];
+  const want = { network: 'n', name: 'knit-vx', vni: 7, port: 4789, local: '192.168.1.1', dev: 'eth0', mac: '0e:00:00:00:00:01', mtu: 1450 };
+  const vtep = (vxlan: object) => ({ index: 9, name: 'knit-vx', kind: 'vxlan', mtu: 1450, up: true, lowerUp: true, operstate: 'up', group: 0, vxlan: { vni: 7, port: 4789, local: '192.168.1.1', dev: 2, ...vxlan } });
+  t.deepEqual(vtepDrift(vtep({}), want, links), []);
+  t.deepEqual(vtepDrift(vtep({ vni: 1, port: 8472 }), want, links), ['vni 1 → 7', 'port 8472 → 4789']);
+  t.deepEqual(vtepDrift(vtep({ local: '192.168.1.9', dev: 3 }), want, links), ['local 192.168.1.9 → 192.168.1.1', 'dev eth1 → eth0']);
+  t.deepEqual(vtepDrift(vtep({ dev: 44 }), want, links), ['dev ifindex 44 → eth0'], 'an underlay that is gone is named by its index');
 });

@@ -387,6 +387,23 @@ const char* OperState(uint8_t s) {
   return s < 7 ? names[s] : "unknown";
 }
 
+VxlanInfo ParseVxlan(const Attr& data) {
+  VxlanInfo v;
+  AttrIter it(data);
+  Attr a;
+  while (it.Next(&a)) {
+    switch (a.type) {
+      case IFLA_VXLAN_ID: v.vni = a.U32(); break;
+      case IFLA_VXLAN_PORT: v.port = ntohs(a.U16()); break;
+      case IFLA_VXLAN_LOCAL: if (a.len >= 4) v.local = FormatIp(AF_INET, a.data); break;
+      case IFLA_VXLAN_LOCAL6: if (a.len >= 16) v.local = FormatIp(AF_INET6, a.data); break;
+      case IFLA_VXLAN_LINK: v.dev = a.U32(); break;
+      default: break;
+    }
+  }
+  return v;
+}
+
 }  // namespace
 
 bool ParseLink(const Message& m, LinkInfo* out) {
@@ -413,8 +430,9 @@ bool ParseLink(const Message& m, LinkInfo* out) {
       case IFLA_LINK_NETNSID: out->linkNetnsId = a.S32(); break;
       case IFLA_NUM_TX_QUEUES: out->numTxQueues = a.U32(); break;
       case IFLA_LINKINFO: {
-        Attr kind;
+        Attr kind, data;
         if (FindAttr(a, IFLA_INFO_KIND, &kind)) out->kind = kind.Str();
+        if (out->kind == "vxlan" && FindAttr(a, IFLA_INFO_DATA, &data)) out->vxlan = ParseVxlan(data);
         break;
       }
       case IFLA_VFINFO_LIST: {

@@ -21,6 +21,15 @@ struct VfInfo {
   std::string linkState;  // "" when absent
 };
 
+// A VXLAN device's own settings (IFLA_INFO_DATA), read so a VTEP whose VNI, port, local address
+// or underlay device no longer matches the config can be found and made again.
+struct VxlanInfo {
+  uint32_t vni = 0;
+  uint16_t port = 0;
+  std::string local;
+  std::optional<uint32_t> dev;
+};
+
 struct LinkInfo {
   uint32_t index = 0;
   std::string name;
@@ -38,6 +47,7 @@ struct LinkInfo {
   std::optional<int32_t> linkNetnsId;
   std::optional<uint32_t> numTxQueues;
   std::optional<std::vector<VfInfo>> vfs;
+  std::optional<VxlanInfo> vxlan;
 };
 
 struct AddrInfo {

@@ -59,6 +59,14 @@ Napi::Object Link(Napi::Env env, const LinkInfo& l) {
   SetOpt(o, "linkNetnsId", l.linkNetnsId);
   SetOpt(o, "numTxQueues", l.numTxQueues);
   if (l.vfs) o.Set("vfs", List(env, *l.vfs, Vf));
+  if (l.vxlan) {
+    Napi::Object v = Napi::Object::New(env);
+    v.Set("vni", l.vxlan->vni);
+    v.Set("port", l.vxlan->port);
+    SetStr(v, "local", l.vxlan->local);
+    SetOpt(v, "dev", l.vxlan->dev);
+    o.Set("vxlan", v);
+  }
   return o;
 }
 
