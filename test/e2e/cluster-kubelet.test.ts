@@ -130,7 +130,7 @@ test.serial('the machine\'s kubelet node and two netns nodes, knit on each with 
   // Registered before the daemon's teardown, so it runs after knit stopped: knit keeps its
   // routes across a stop; these are the test's to remove (protocol 201, the test's ranges).
   t.teardown(removeHostKnitRoutes);
-  const hostOpts = { prefix: P, subnet: '10.198.255.0/24' };
+  const hostOpts = { prefix: P, subnet: '10.198.255.0/24' }; // subnet unused: config.networks replaces the default network
   const hd = await startDaemon({ ...hostOpts, config: { networks: [net(`${P}br`, { masquerade: false })], cluster: { nodeName: hostNode, kubeconfig } } });
   daemons.push(hd);
   t.teardown(() => cleanupDaemon(hd, hostOpts)); // before the kubelet's: runs after its pods are gone
@@ -157,8 +157,11 @@ test.serial('the machine\'s kubelet node and two netns nodes, knit on each with 
   const [p1v4, p1v6] = await podCidrs(nodeName(n1));
   const [p2v4, p2v6] = await podCidrs(nodeName(n2));
   await until(async () => (await hd.call('NodeStatus', {})).ready, 'the machine\'s knit ready with its Node\'s podCIDRs', 60_000);
-  const hostNet = (await hd.call('NodeStatus', {})).networks.find((n: any) => n.name === `${P}net`);
-  t.truthy(hostNet, 'the machine\'s knit reports its network');
+  /** The machine's knit's own account (NodeStatus): its subnets and, per peer, via and in place. */
+  const hostView = async () => {
+    const n = (await hd.call('NodeStatus', {})).networks.find((x: any) => x.name === `${P}net`);
+    return { subnets: n.node_subnets, peers: n.peers.map((x: any) => [x.node, x.via, x.in_place, x.problem ?? '']) };
+  };
 
   // The independent observer: each node routes every other node's podCIDRs via its fabric address.
   const has = (routes: any[], dst: string, gateway: string) => routes.some((r) => r.dst === dst && r.gateway === gateway);
@@ -172,6 +175,7 @@ test.serial('the machine\'s kubelet node and two netns nodes, knit on each with 
     [`blackhole ${h4}`, `blackhole ${h6}`, `${p1v4} via ${n1.ip4} dev ${HOST_LINK}`, `${p1v6} via ${n1.ip6} dev ${HOST_LINK}`, `${p2v4} via ${n2.ip4} dev ${HOST_LINK}`, `${p2v6} via ${n2.ip6} dev ${HOST_LINK}`].sort(),
     'the host holds exactly: its own block (blackhole behind the bridge) and a route per peer podCIDR, via the fabric veth',
   );
+  t.deepEqual(await hostView(), { subnets: [h4, h6], peers: [[nodeName(n1), n1.ip4, true, ''], [nodeName(n2), n2.ip4, true, '']] }, 'knit says the same: its Node\'s podCIDRs, both peers routed');
   for (const [n, other] of [[n1, n2], [n2, n1]] as const) {
     const [o4, o6] = await podCidrs(nodeName(other));
     await eventually(() => {
@@ -259,6 +263,7 @@ test.serial('the machine\'s kubelet node and two netns nodes, knit on each with 
   await eventually(() => !routesIn().some((r) => r.dst === p2v4 || r.dst === p2v6), 'the deleted Node\'s routes gone from the host', 30_000);
   await eventually(() => !routesIn(n1.ns).some((r) => r.dst === p2v4 || r.dst === p2v6), 'the deleted Node\'s routes gone from node 1', 30_000);
   t.true(has(routesIn(), p1v4!, n1.ip4) && has(routesIn(), p1v6!, n1.ip6), 'node 1\'s routes stay on the host');
+  t.deepEqual((await hostView()).peers, [[nodeName(n1), n1.ip4, true, '']], 'knit no longer lists the deleted node');
   t.true(curlFrom(netnsPods[0]!.ns, v4(web[0].status.podIPs.map((i: any) => i.ip)), 8080) === web[0].metadata.name, 'node 1\'s pod still reaches the Deployment');
 });
 
