@@ -5,7 +5,6 @@
 // the routes follow (polled, no timing threshold); the API server is stopped and started, and
 // knit keeps routing, restarts without it, and catches up.
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,34 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { createNode, startControlPlane } from '../fixtures/kube-cluster.js';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { cleanupDaemon, eventually, ipJson, pingFrom, runcAttachReq, startDaemon, type Daemon } from '../helpers/daemon.js';
-import { buildFabric, routeMonitor, type FabricNode } from '../helpers/cluster-fabric.js';
+import { apiRelay as relay, buildFabric, routeMonitor, until, type FabricNode } from '../helpers/cluster-fabric.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const deploy = (f: string) => path.join(root, 'deploy', f);
-
-/** The API server listens on the host's loopback; a node netns has its own. A relay carries
- * the TLS stream through a unix socket (the file system is shared): 127.0.0.1:port inside the
- * node netns → the socket → 127.0.0.1:port on the host. Teardown ends each relay by PID. */
-function relay(t: { teardown(fn: () => void): void }, port: number, sock: string, ns?: string) {
-  const code = ns
-    ? `const n=require('net');n.createServer((c)=>{const u=n.connect(${JSON.stringify(sock)});c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${port},'127.0.0.1',()=>console.log('up'))`
-    : `const n=require('net');n.createServer((c)=>{const u=n.connect(${port},'127.0.0.1');c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${JSON.stringify(sock)},()=>console.log('up'))`;
-  const argv = ns ? ['ip', 'netns', 'exec', ns, process.execPath, '-e', code] : [process.execPath, '-e', code];
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  return new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-}
-
-/** Polls an async condition until it holds (no timing threshold: the deadline only ends a hang). */
-async function until(fn: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test('Nodes from the API: routes follow nodes added and deleted, a node waits for its Node object, the API down and up again', async (t) => {
   t.timeout(600_000);

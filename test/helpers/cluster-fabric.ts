@@ -22,6 +22,8 @@ export interface FabricNode {
 
 export interface Fabric {
   prefix: string;
+  /** The netns holding the fabric bridge (named "fab" in it): where a test plugs in more. */
+  bridgeNs: string;
   nodes: FabricNode[];
   /** The netns beyond node 1, and the address node 1 has towards it. */
   outside: { ns: string; ip4: string; ip6: string; node1ip4: string; node1ip6: string };
@@ -89,7 +91,7 @@ export function buildFabric(t: ExecutionContext, prefix: string, seg: number, co
   ipn(out, '-6', 'addr', 'add', `${o.ip6}/64`, 'dev', 'eth0', 'nodad');
   ipn(nodes[0].ns, 'route', 'add', 'default', 'via', o.ip4);
   ipn(nodes[0].ns, '-6', 'route', 'add', 'default', 'via', o.ip6);
-  return { prefix, nodes, outside: o };
+  return { prefix, bridgeNs: fab, nodes, outside: o };
 }
 
 /** cluster.nodes as the config writes it. */
@@ -176,6 +178,30 @@ export function routeMonitor(ns: string) {
       return out.split('\n').filter(Boolean);
     },
   };
+}
+
+/** The API server listens on the host's loopback; a node netns has its own. A relay carries
+ * the TLS stream through a unix socket (the file system is shared): 127.0.0.1:port inside the
+ * node netns → the socket → 127.0.0.1:port on the host. Teardown ends each relay by PID. */
+export function apiRelay(t: { teardown(fn: () => void): void }, port: number, sock: string, ns?: string) {
+  const code = ns
+    ? `const n=require('net');n.createServer((c)=>{const u=n.connect(${JSON.stringify(sock)});c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${port},'127.0.0.1',()=>console.log('up'))`
+    : `const n=require('net');n.createServer((c)=>{const u=n.connect(${port},'127.0.0.1');c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${JSON.stringify(sock)},()=>console.log('up'))`;
+  const argv = ns ? ['ip', 'netns', 'exec', ns, process.execPath, '-e', code] : [process.execPath, '-e', code];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+}
+
+/** Polls an async condition until it holds (no timing threshold: the deadline only ends a hang). */
+export async function until(fn: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export { removeNetns };
