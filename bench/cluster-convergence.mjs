@@ -17,7 +17,8 @@
 // Times: from the API server's answer to the bench's write (the client's wall clock) to the
 // route's RTM_NEWROUTE / RTM_DELROUTE in the agent's netns, as `ip -ts monitor route` stamped it
 // (bench/cluster/route-monitor.mjs). p50 and p99 over the nodes of a step, and the wall time
-// from the first write to the last route. Then the kernel is checked with `ip -j route`.
+// from the first write to the last route. Then the kernel is checked with `ip -j route`. Also:
+// each agent's CPU time per step, knit's own reconcile passes (its metrics), both RSS.
 //
 // Usage (root, after npm run build): node bench/cluster-convergence.mjs [10,100,1000] [--knit-only]
 import { execFileSync } from 'node:child_process';
@@ -70,7 +71,7 @@ let cleaning;
 const cleanupOnce = () => (cleaning ??= cleanup.run().catch((e) => log(e.message)));
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => void cleanupOnce().finally(() => process.exit(130)));
 
-const results = { prefix: P, date: new Date().toISOString(), rounds: [], changes: undefined, attach: undefined, memory: {} };
+const results = { prefix: P, date: new Date().toISOString(), load: os.loadavg()[0], rounds: [], changes: undefined, attach: undefined, memory: {} };
 try {
   if (process.getuid() !== 0) throw new Error('needs root (netns, veths, routes)');
   const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}conv-`));
@@ -280,6 +281,7 @@ try {
   last.down = await step(kept, (x) => api.deleteNode(x.name), deleted);
   last.down.kernel = Object.fromEntries(agents.map((a) => [a.name, inKernel(a, kept)]));
 
+  results.loadAfter = os.loadavg()[0];
   report(results, agents.map((a) => a.name));
 } catch (e) {
   log(`failed: ${e.stack ?? e}`);
@@ -292,8 +294,8 @@ function report(r, names) {
   const f = (x) => (x === undefined || Number.isNaN(x) ? '–' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
   const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : '–');
   const out = [];
-  out.push(`run ${r.prefix} ${r.date}; ms; p50 / p99 per node from the API's answer; "all": first write → last route`);
-  out.push(`| nodes | step | API writes/s | ${names.map((n) => `${n} p50 / p99 | ${n} all`).join(' | ')} | ${names.length > 1 ? 'all knit/flannel' : ''} |`);
+  out.push(`run ${r.prefix} ${r.date}, load average ${r.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}; ms; p50 / p99 per node from the API's answer; "all": first write → last route`);
+  out.push(`| nodes | step | API: all answered (writes/s) | ${names.map((n) => `${n} p50 / p99 | ${n} all`).join(' | ')} | ${names.length > 1 ? 'all knit/flannel' : ''} |`);
   out.push(`|---:|---|---:|${names.map(() => '---:|---:').join('|')}|---:|`);
   for (const round of r.rounds) {
     for (const [label, s] of [['create', round.up], ['delete', round.down]]) {
@@ -302,7 +304,7 @@ function report(r, names) {
         const a = s.agents[n];
         return `${f(a.p50)} / ${f(a.p99)}${a.missing ? ` (${a.missing} missing)` : ''} | ${f(a.allMs)}`;
       });
-      out.push(`| ${round.n} | ${label} | ${s.apiPerS.toFixed(0)} | ${cells.join(' | ')} | ${names.length > 1 ? ratio(s.agents.knit.allMs, s.agents.flannel.allMs) : ''} |`);
+      out.push(`| ${round.n} | ${label} | ${f(s.apiMs)} (${s.apiPerS.toFixed(0)}) | ${cells.join(' | ')} | ${names.length > 1 ? ratio(s.agents.knit.allMs, s.agents.flannel.allMs) : ''} |`);
     }
   }
   out.push('');
