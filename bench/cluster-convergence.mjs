@@ -40,7 +40,8 @@ const { uniquePrefix, removeNetns } = await built('test/helpers/names.js');
 const { startDaemon, cleanupDaemon, runcAttachReq } = await built('test/helpers/daemon.js');
 
 const args = process.argv.slice(2);
-const sizes = (args.find((a) => /^[0-9,]+$/.test(a)) ?? '10,100,1000').split(',').map(Number);
+// Ascending: the largest step's Nodes stay for the attach and change steps, then go.
+const sizes = [...new Set((args.find((a) => /^[0-9,]+$/.test(a)) ?? '10,100,1000').split(',').map(Number))].sort((a, b) => a - b);
 const withFlannel = !args.includes('--knit-only');
 const IN_FLIGHT = 16;
 const CHANGES = 20; // nodes given a podCIDR, then a new address, one at a time
@@ -52,7 +53,7 @@ const knitNs = `${P}knit`;
 const flanNs = `${P}flan`;
 // Bench node i (from 1): a /24 of 10.200.0.0/13 and an address of the fabric's /16.
 const benchNode = (i, name) => ({ name, cidr: `10.${201 + (i >> 8)}.${i & 255}.0/24`, ip: `192.168.${1 + (i >> 8)}.${i & 255}` });
-const NETWORK = '10.200.0.0/13';
+const NETWORK = '10.200.0.0/13'; // room for 1,790 bench nodes
 const METRICS_PORT = 19464; // on knit's node netns's own loopback
 
 const pct = (xs, q) => {
@@ -74,6 +75,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => void cl
 const results = { prefix: P, date: new Date().toISOString(), load: os.loadavg()[0], rounds: [], changes: undefined, attach: undefined, memory: {} };
 try {
   if (process.getuid() !== 0) throw new Error('needs root (netns, veths, routes)');
+  if (!sizes.every((n) => n >= 1) || sizes.at(-1) + CHANGES > 1790) throw new Error(`node counts must be 1 to ${1790 - CHANGES}: got ${sizes.join(',')}`);
   const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}conv-`));
   cleanup.defer('bench dir', () => rmSync(dir, { recursive: true, force: true }));
   const flanneld = withFlannel ? flanneldBinary(root) : undefined;
@@ -144,7 +146,8 @@ try {
     await a.mon.ready();
   }
   const alive = () => {
-    for (const a of agents) if (a.service && !a.service.running) throw new Error(`flanneld exited; its log ends:\n${a.service.tail()}`);
+    if (knit.child.exitCode !== null || knit.child.signalCode !== null) throw new Error(`knit exited; its last log lines:\n${knit.logs.slice(-10).join('\n')}`);
+    for (const a of agents) if (a.service && !a.service.running) throw new Error(`flanneld exited; its log (${a.service.log}) ends:\n${a.service.tail()}`);
   };
   const added = (a, via) => (e) => (!e.deleted && e.via && a.mine(e) && (!via || e.via === via) ? e.dst : undefined);
   const deleted = (a) => (e) => (e.deleted && e.via && a.mine(e) ? e.dst : undefined);
@@ -166,16 +169,16 @@ try {
     const tApi = now();
     const out = { n: nodes.length, apiMs: tApi - t0, apiPerS: nodes.length / ((tApi - t0) / 1000), agents: {} };
     await Promise.all(agents.map(async (a, i) => {
-      const { seen, missing } = await firstEvents(a.mon, from[i], nodes.map((n) => n.cidr), keyOf(a), 120_000 + nodes.length * 200);
+      const { seen, missing } = await firstEvents(a.mon, from[i], nodes.map((n) => n.cidr), keyOf(a), 120_000 + nodes.length * 200, alive);
       const lat = [...seen].map(([cidr, t]) => t - answered.get(cidr));
       out.agents[a.name] = { p50: pct(lat, 0.5), p99: pct(lat, 0.99), allMs: seen.size ? Math.max(...seen.values()) - t0 : NaN, missing };
     }));
+    alive();
     agents.forEach((a, i) => (out.agents[a.name].cpuMs = cpuMs(a.pid) - cpu0[i]));
     await new Promise((r) => setTimeout(r, 100)); // the metric is observed after the pass's last read
     const passes = knitPasses();
     out.agents.knit.passes = passes.count - passes0.count;
     out.agents.knit.passMs = (passes.ms - passes0.ms) / Math.max(1, out.agents.knit.passes);
-    alive();
     return out;
   };
 
@@ -197,13 +200,18 @@ try {
     }
     return pct(times, 0.5);
   };
-  log('attach, no peers');
+  log('attach warm-up');
   await attachP50('warm'); // JIT and caches warm before the measured runs
-  const attachNone = await attachP50('none');
 
   const big = Math.max(...sizes);
   let kept = [];
+  let attachNone;
   for (const n of sizes) {
+    if (n === big) {
+      // Right before the peers come and right after (below): the machine's load drifts.
+      log('attach, no peers');
+      attachNone = await attachP50('none');
+    }
     const nodes = Array.from({ length: n }, (_, k) => benchNode(k + 1, `${P}n${n}-${k + 1}`));
     log(`${n} nodes: create`);
     const up = await step(nodes, (x) => api.createNode(nodeObject(x)), (a) => added(a));
@@ -232,13 +240,13 @@ try {
   for (const a of agents) (change.cidrSet[a.name] = []), (change.moved[a.name] = []), (change.deletesDuringMove[a.name] = 0);
   const changed = [];
   for (let j = 1; j <= CHANGES; j++) {
-    const n = benchNode(1000 + j, `${P}c${j}`);
+    const n = benchNode(big + j, `${P}c${j}`);
     changed.push(n);
     await api.createNode(nodeObject({ ...n, cidr: undefined }));
     let from = agents.map((a) => a.mon.events.length);
     const set = await api.patchNode(n.name, { metadata: { annotations: flannelAnnotations(n.ip) }, spec: { podCIDR: n.cidr, podCIDRs: [n.cidr] } });
     for (const [i, a] of agents.entries()) {
-      const { seen } = await firstEvents(a.mon, from[i], [n.cidr], added(a), 60_000);
+      const { seen } = await firstEvents(a.mon, from[i], [n.cidr], added(a), 60_000, alive);
       change.cidrSet[a.name].push(seen.get(n.cidr) - set.at);
     }
     if (j === 1) {
@@ -254,7 +262,7 @@ try {
     };
     for (const [i, a] of agents.entries()) {
       const w = await writes[a.name]();
-      const { seen } = await firstEvents(a.mon, from[i], [n.cidr], added(a, moved.ip), 60_000);
+      const { seen } = await firstEvents(a.mon, from[i], [n.cidr], added(a, moved.ip), 60_000, alive);
       change.moved[a.name].push(seen.get(n.cidr) - w.at);
     }
     // Did the route go away on the way (delete then add) or was it replaced in place?
@@ -274,7 +282,7 @@ try {
     kernel: Object.fromEntries(agents.map((a) => [a.name, inKernel(a, changed)])),
   };
   await pool(changed, IN_FLIGHT, (x) => api.deleteNode(x.name));
-  await Promise.all(agents.map((a) => firstEvents(a.mon, 0, changed.map((x) => x.cidr), deleted(a), 60_000)));
+  await Promise.all(agents.map((a) => firstEvents(a.mon, 0, changed.map((x) => x.cidr), deleted(a), 60_000, alive)));
 
   log(`${big} nodes: delete`);
   const last = results.rounds.find((r) => r.n === big);

@@ -42,9 +42,10 @@ export function routeMonitor(ns) {
   };
 }
 
-/** Waits until `want(event)` has matched once per key since events[from], or the deadline;
- * answers key → time of the first match, plus how many never came. */
-export async function firstEvents(mon, from, keys, keyOf, timeoutMs) {
+/** Waits until `keyOf(event)` has named each key once since events[from], or the deadline;
+ * answers key → time of the first match, plus how many never came. `check` throws to stop
+ * waiting (the agent died). */
+export async function firstEvents(mon, from, keys, keyOf, timeoutMs, check = () => {}) {
   const seen = new Map();
   let i = from;
   const end = Date.now() + timeoutMs;
@@ -56,6 +57,7 @@ export async function firstEvents(mon, from, keys, keyOf, timeoutMs) {
       if (k !== undefined && wanted.has(k) && !seen.has(k)) seen.set(k, e.t);
     }
     if (seen.size === wanted.size || Date.now() > end) return { seen, missing: wanted.size - seen.size };
+    check();
     await new Promise((r) => setTimeout(r, 50));
   }
 }
