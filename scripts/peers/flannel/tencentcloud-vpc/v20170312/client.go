@@ -40,9 +40,11 @@ type RoutesRequest struct {
 type Client struct{}
 
 func NewClientWithSecretId(id, secret, region string) (*Client, error) { return nil, errUnavailable }
-func NewDescribeRouteTablesRequest() *DescribeRouteTablesRequest         { return &DescribeRouteTablesRequest{} }
-func NewDeleteRoutesRequest() *RoutesRequest                            { return &RoutesRequest{} }
-func NewCreateRoutesRequest() *RoutesRequest                            { return &RoutesRequest{} }
+func NewDescribeRouteTablesRequest() *DescribeRouteTablesRequest {
+	return &DescribeRouteTablesRequest{}
+}
+func NewDeleteRoutesRequest() *RoutesRequest { return &RoutesRequest{} }
+func NewCreateRoutesRequest() *RoutesRequest { return &RoutesRequest{} }
 
 func (*Client) DescribeRouteTables(*DescribeRouteTablesRequest) (*DescribeRouteTablesResponse, error) {
 	return nil, errUnavailable
