@@ -22,7 +22,7 @@
 //
 // Usage (root, after npm run build): node bench/cluster-convergence.mjs [10,100,1000] [--knit-only]
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -117,6 +117,10 @@ try {
 
   log('knit');
   const kp = `${P}k`.replace(/-/g, '');
+  // startDaemon makes its dir first; should the daemon not come up, nothing else removes it.
+  cleanup.defer('knit dir', () => {
+    for (const f of readdirSync(os.tmpdir())) if (f.startsWith(`knit-${kp}-`)) rmSync(path.join(os.tmpdir(), f), { recursive: true, force: true });
+  });
   const knit = await startDaemon({
     prefix: kp, subnet: self.knit.cidr, netns: knitNs,
     config: { logLevel: 'warn', metricsAddress: `127.0.0.1:${METRICS_PORT}`, networks: [{ name: `${P}pods`, mode: 'routed', ipv4: { subnet: 'node' }, crossNode: 'routes' }], cluster: { nodeName: self.knit.name, kubeconfig: knitKubeconfig } },
