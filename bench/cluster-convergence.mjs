@@ -20,13 +20,18 @@
 // from the first write to the last route. Then the kernel is checked with `ip -j route`. Also:
 // each agent's CPU time per step, knit's own reconcile passes (its metrics), both RSS.
 //
-// Usage (root, after npm run build): node bench/cluster-convergence.mjs [10,100,1000] [--knit-only]
+// --vxlan: knit's crossNode vxlan (on a bridge network, which vxlan needs) beside flannel's vxlan backend (a VTEP each; per peer a route,
+// neighbour and FDB entry, the route last in both, so its event marks the peer complete), the
+// Nodes annotated with a VTEP MAC for flannel. An address change moves FDB entries, not routes:
+// that step is left out.
+//
+// Usage (root, after npm run build): node bench/cluster-convergence.mjs [10,100,1000] [--vxlan] [--knit-only]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { adminApi, flannelAnnotations, nodeObject, now, pool } from './cluster/api.mjs';
+import { adminApi, flannelAnnotations, FLANNEL_PUBLIC_IP, nodeObject, now, pool } from './cluster/api.mjs';
 import { firstEvents, routeMonitor } from './cluster/route-monitor.mjs';
 import { flanneldBinary, startFlannel } from './cluster/flannel.mjs';
 import { relay } from './cluster/relay.mjs';
@@ -43,6 +48,8 @@ const args = process.argv.slice(2);
 // Ascending: the largest step's Nodes stay for the attach and change steps, then go.
 const sizes = [...new Set((args.find((a) => /^[0-9,]+$/.test(a)) ?? '10,100,1000').split(',').map(Number))].sort((a, b) => a - b);
 const withFlannel = !args.includes('--knit-only');
+const CROSS = args.includes('--vxlan') ? 'vxlan' : 'routes';
+const FLANNEL_BACKEND = CROSS === 'vxlan' ? 'vxlan' : 'host-gw';
 const IN_FLIGHT = 16;
 const CHANGES = 20; // nodes given a podCIDR, then a new address, one at a time
 const ATTACHES = 30;
@@ -51,8 +58,9 @@ const log = (s) => process.stderr.write(`cluster-convergence: ${s}\n`);
 const P = uniquePrefix('kcv');
 const knitNs = `${P}knit`;
 const flanNs = `${P}flan`;
-// Bench node i (from 1): a /24 of 10.200.0.0/13 and an address of the fabric's /16.
-const benchNode = (i, name) => ({ name, cidr: `10.${201 + (i >> 8)}.${i & 255}.0/24`, ip: `192.168.${1 + (i >> 8)}.${i & 255}` });
+// Bench node i (from 1): a /24 of 10.200.0.0/13, an address of the fabric's /16, a VTEP MAC.
+const hex = (b) => b.toString(16).padStart(2, '0');
+const benchNode = (i, name) => ({ name, cidr: `10.${201 + (i >> 8)}.${i & 255}.0/24`, ip: `192.168.${1 + (i >> 8)}.${i & 255}`, mac: `0e:6b:00:00:${hex(i >> 8)}:${hex(i & 255)}` });
 const NETWORK = '10.200.0.0/13'; // room for 1,790 bench nodes
 const METRICS_PORT = 19464; // on knit's node netns's own loopback
 
@@ -72,7 +80,7 @@ let cleaning;
 const cleanupOnce = () => (cleaning ??= cleanup.run().catch((e) => log(e.message)));
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => void cleanupOnce().finally(() => process.exit(130)));
 
-const results = { prefix: P, date: new Date().toISOString(), load: os.loadavg()[0], rounds: [], changes: undefined, attach: undefined, memory: {} };
+const results = { prefix: P, crossNode: CROSS, date: new Date().toISOString(), load: os.loadavg()[0], rounds: [], changes: undefined, attach: undefined, memory: {} };
 try {
   if (process.getuid() !== 0) throw new Error('needs root (netns, veths, routes)');
   if (!sizes.every((n) => n >= 1) || sizes.at(-1) + CHANGES > 1790) throw new Error(`node counts must be 1 to ${1790 - CHANGES}: got ${sizes.join(',')}`);
@@ -97,7 +105,7 @@ try {
     cleanup.defer(`netns ${ns}`, () => removeNetns(ns));
   }
   execFileSync('ip', ['link', 'add', 'eth0', 'netns', knitNs, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', flanNs]);
-  const self = { knit: { name: `${P}knit`, cidr: '10.200.0.0/24', ip: '192.168.0.1' }, flannel: { name: `${P}flan`, cidr: '10.200.1.0/24', ip: '192.168.0.2' } };
+  const self = { knit: { name: `${P}knit`, cidr: '10.200.0.0/24', ip: '192.168.0.1' }, flannel: { name: `${P}flan`, cidr: '10.200.1.0/24', ip: '192.168.0.2', mac: '0e:6b:00:00:ff:02' } };
   for (const [ns, me] of [[knitNs, self.knit], [flanNs, self.flannel]]) {
     execFileSync('ip', ['-n', ns, 'addr', 'add', `${me.ip}/16`, 'dev', 'eth0']);
     for (const l of ['eth0', 'lo']) execFileSync('ip', ['-n', ns, 'link', 'set', l, 'up']);
@@ -112,8 +120,8 @@ try {
 
   // The agents' own Nodes. knit's has no flannel annotations: flannel leaves it alone, and the
   // bench counts only its own nodes' routes on either side.
-  await api.createNode({ ...nodeObject(self.knit), metadata: { name: self.knit.name } });
-  await api.createNode(nodeObject(self.flannel));
+  await api.createNode({ ...nodeObject(self.knit, FLANNEL_BACKEND), metadata: { name: self.knit.name } });
+  await api.createNode(nodeObject(self.flannel, FLANNEL_BACKEND));
 
   log('knit');
   const kp = `${P}k`.replace(/-/g, '');
@@ -123,7 +131,7 @@ try {
   });
   const knit = await startDaemon({
     prefix: kp, subnet: self.knit.cidr, netns: knitNs,
-    config: { logLevel: 'warn', metricsAddress: `127.0.0.1:${METRICS_PORT}`, networks: [{ name: `${P}pods`, mode: 'routed', ipv4: { subnet: 'node' }, crossNode: 'routes' }], cluster: { nodeName: self.knit.name, kubeconfig: knitKubeconfig } },
+    config: { logLevel: 'warn', metricsAddress: `127.0.0.1:${METRICS_PORT}`, networks: [{ name: `${P}pods`, ...(CROSS === 'vxlan' ? { mode: 'bridge', bridge: 'cbr0' } : { mode: 'routed' }), ipv4: { subnet: 'node' }, crossNode: CROSS }], cluster: { nodeName: self.knit.name, kubeconfig: knitKubeconfig } },
   });
   cleanup.defer('knit', () => cleanupDaemon(knit, { prefix: kp }));
   for (const end = Date.now() + 60_000; !(await knit.call('NodeStatus', {})).ready;) {
@@ -140,7 +148,7 @@ try {
   const agents = [{ name: 'knit', ns: knitNs, pid: knit.child.pid, mine: (e) => e.proto === '201' }];
   if (flanneld) {
     log(`flanneld (${flanneld})`);
-    const flannel = await startFlannel({ bin: flanneld, ns: flanNs, nodeName: self.flannel.name, iface: 'eth0', network: NETWORK, kubeconfig: cp.adminKubeconfig, dir, startService, waitReady });
+    const flannel = await startFlannel({ bin: flanneld, ns: flanNs, nodeName: self.flannel.name, iface: 'eth0', network: NETWORK, backend: FLANNEL_BACKEND, kubeconfig: cp.adminKubeconfig, dir, startService, waitReady });
     cleanup.defer('flanneld', () => flannel.stop());
     agents.push({ name: 'flannel', ns: flanNs, pid: flannel.pid, mine: (e) => e.proto === 'boot', service: flannel });
   }
@@ -155,10 +163,21 @@ try {
   };
   const added = (a, via) => (e) => (!e.deleted && e.via && a.mine(e) && (!via || e.via === via) ? e.dst : undefined);
   const deleted = (a) => (e) => (e.deleted && e.via && a.mine(e) ? e.dst : undefined);
-  /** The routes for `nodes` each agent's kernel holds now (`ip -j route`, independent of the monitor). */
+  /** What each agent's kernel holds now for `nodes`, read apart from the monitor: routes via the
+   * node's address (`ip -j route`); over VXLAN, routes via the block's network address, that
+   * address's neighbour entry and an FDB entry towards the node (`ip -j neigh`, `bridge -j fdb`),
+   * as "routes/neighbours/fdb". */
+  const json = (cmd, ...argv) => JSON.parse(execFileSync(cmd, ['-j', '-n', ...argv], { encoding: 'utf8', maxBuffer: 64 << 20 }));
   const inKernel = (a, nodes) => {
-    const want = new Map(nodes.map((n) => [n.cidr, n.ip]));
-    return JSON.parse(execFileSync('ip', ['-j', '-n', a.ns, 'route', 'show'], { encoding: 'utf8', maxBuffer: 64 << 20 })).filter((r) => want.has(r.dst) && want.get(r.dst) === r.gateway).length;
+    const gateway = (n) => (CROSS === 'vxlan' ? n.cidr.split('/')[0] : n.ip);
+    const want = new Map(nodes.map((n) => [n.cidr, gateway(n)]));
+    const routes = json('ip', a.ns, 'route', 'show').filter((r) => want.has(r.dst) && want.get(r.dst) === r.gateway).length;
+    if (CROSS !== 'vxlan') return routes;
+    const gateways = new Set(nodes.map(gateway));
+    const ips = new Set(nodes.map((n) => n.ip));
+    const neighs = json('ip', a.ns, 'neigh', 'show').filter((x) => gateways.has(x.dst)).length;
+    const fdb = json('bridge', a.ns, 'fdb', 'show').filter((x) => ips.has(x.dst)).length;
+    return `${routes}/${neighs}/${fdb}`;
   };
 
   /** One step: `write` each node (16 at a time), then per agent the time from each write's
@@ -218,7 +237,7 @@ try {
     }
     const nodes = Array.from({ length: n }, (_, k) => benchNode(k + 1, `${P}n${n}-${k + 1}`));
     log(`${n} nodes: create`);
-    const up = await step(nodes, (x) => api.createNode(nodeObject(x)), (a) => added(a));
+    const up = await step(nodes, (x) => api.createNode(nodeObject(x, FLANNEL_BACKEND)), (a) => added(a));
     up.kernel = Object.fromEntries(agents.map((a) => [a.name, inKernel(a, nodes)]));
     const round = { n, up };
     results.rounds.push(round);
@@ -246,9 +265,9 @@ try {
   for (let j = 1; j <= CHANGES; j++) {
     const n = benchNode(big + j, `${P}c${j}`);
     changed.push(n);
-    await api.createNode(nodeObject({ ...n, cidr: undefined }));
+    await api.createNode(nodeObject({ ...n, cidr: undefined }, FLANNEL_BACKEND));
     let from = agents.map((a) => a.mon.events.length);
-    const set = await api.patchNode(n.name, { metadata: { annotations: flannelAnnotations(n.ip) }, spec: { podCIDR: n.cidr, podCIDRs: [n.cidr] } });
+    const set = await api.patchNode(n.name, { metadata: { annotations: flannelAnnotations(n, FLANNEL_BACKEND) }, spec: { podCIDR: n.cidr, podCIDRs: [n.cidr] } });
     for (const [i, a] of agents.entries()) {
       const { seen } = await firstEvents(a.mon, from[i], [n.cidr], added(a), 60_000, alive);
       change.cidrSet[a.name].push(seen.get(n.cidr) - set.at);
@@ -258,11 +277,12 @@ try {
       const other = '10.207.0.0/24';
       change.refused = await api.patchNode(n.name, { spec: { podCIDR: other, podCIDRs: [other] } }).then(() => 'accepted', (e) => `${e.status} ${JSON.parse(e.body ?? '{}').message ?? e.message}`);
     }
+    if (CROSS === 'vxlan') continue; // an address change moves FDB entries, not routes
     const moved = { ...n, ip: `192.168.100.${j}` };
     from = agents.map((a) => a.mon.events.length);
     const writes = {
       knit: () => api.patchNodeStatus(n.name, { status: { addresses: [{ type: 'InternalIP', address: moved.ip }, { type: 'Hostname', address: n.name }] } }),
-      flannel: () => api.patchNode(n.name, { metadata: { annotations: { 'flannel.alpha.coreos.com/public-ip': moved.ip } } }),
+      flannel: () => api.patchNode(n.name, { metadata: { annotations: { [FLANNEL_PUBLIC_IP]: moved.ip } } }),
     };
     for (const [i, a] of agents.entries()) {
       const w = await writes[a.name]();
@@ -306,7 +326,7 @@ function report(r, names) {
   const f = (x) => (x === undefined || Number.isNaN(x) ? '–' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
   const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : '–');
   const out = [];
-  out.push(`run ${r.prefix} ${r.date}, load average ${r.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}; ms; p50 / p99 per node from the API's answer; "all": first write → last route`);
+  out.push(`run ${r.prefix} ${r.date}, crossNode ${r.crossNode}, load average ${r.load.toFixed(1)} → ${r.loadAfter.toFixed(1)}; ms; p50 / p99 per node from the API's answer; "all": first write → last route`);
   out.push(`| nodes | step | API: all answered (writes/s) | ${names.map((n) => `${n} p50 / p99 | ${n} all`).join(' | ')} | ${names.length > 1 ? 'all knit/flannel' : ''} |`);
   out.push(`|---:|---|---:|${names.map(() => '---:|---:').join('|')}|---:|`);
   for (const round of r.rounds) {
@@ -320,7 +340,7 @@ function report(r, names) {
     }
   }
   out.push('');
-  out.push('agent CPU during each step (ms), kernel check after it (routes of the step\'s nodes present):');
+  out.push(`agent CPU during each step (ms), kernel check after it (the step's nodes with their ${r.crossNode === 'vxlan' ? 'routes/neighbours/FDB entries' : 'routes'} present):`);
   for (const round of r.rounds) {
     for (const [label, s] of [['create', round.up], ['delete', round.down]]) {
       if (!s) continue;
@@ -331,8 +351,8 @@ function report(r, names) {
   out.push(`RSS with ${Math.max(...r.rounds.map((x) => x.n))} peers (MiB): ${names.map((n) => `${n} ${r.memory[n]?.toFixed(1)}`).join(', ')}`);
   const c = r.changes;
   out.push(`${c.n} nodes one at a time: podCIDR set → route p50 / p99: ${names.map((n) => `${n} ${f(c.cidrSet[n].p50)} / ${f(c.cidrSet[n].p99)}`).join(', ')}`);
-  out.push(`  address changed → route via the new one p50 / p99: ${names.map((n) => `${n} ${f(c.moved[n].p50)} / ${f(c.moved[n].p99)} (${c.deletesDuringMove[n]} route deletes on the way)`).join(', ')}`);
-  out.push(`  in kernel after: ${names.map((n) => `${n} ${c.kernel[n]}/${c.n}`).join(', ')}; changing a set podCIDR: ${c.refused}`);
+  if (r.crossNode === 'routes') out.push(`  address changed → route via the new one p50 / p99: ${names.map((n) => `${n} ${f(c.moved[n].p50)} / ${f(c.moved[n].p99)} (${c.deletesDuringMove[n]} route deletes on the way)`).join(', ')}`);
+  out.push(`  in kernel after: ${names.map((n) => `${n} ${c.kernel[n]} of ${c.n}`).join(', ')}; changing a set podCIDR: ${c.refused}`);
   out.push(`attach p50: ${r.attach.none.toFixed(2)} ms with no peers, ${r.attach.many.toFixed(2)} ms with ${r.attach.peers} (${ratio(r.attach.many, r.attach.none)})`);
   console.log(out.join('\n'));
   console.log(JSON.stringify(r));

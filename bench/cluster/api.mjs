@@ -35,25 +35,28 @@ export function adminApi(cp, inFlight) {
 }
 
 /** What flannel's kube subnet manager requires of a Node before it routes it (its
- * pkg/subnet/kube: the default prefix, and the annotations its host-gw backend writes on its own
- * node; backend-data is the JSON of no data). Nodes without kube-subnet-manager "true" it skips. */
+ * pkg/subnet/kube: the default prefix, and the annotations a backend writes on its own node).
+ * host-gw's backend-data is the JSON of no data; vxlan's names the VNI and the node's VTEP MAC
+ * (its pkg/backend/vxlan). Nodes without kube-subnet-manager "true" it skips. */
 const FLANNEL = 'flannel.alpha.coreos.com/';
-export const flannelAnnotations = (ip) => ({
+export const FLANNEL_PUBLIC_IP = `${FLANNEL}public-ip`;
+export const flannelAnnotations = ({ ip, mac }, backend) => ({
   [`${FLANNEL}kube-subnet-manager`]: 'true',
-  [`${FLANNEL}backend-type`]: 'host-gw',
-  [`${FLANNEL}backend-data`]: 'null',
-  [`${FLANNEL}public-ip`]: ip,
+  [`${FLANNEL}backend-type`]: backend,
+  [`${FLANNEL}backend-data`]: backend === 'vxlan' ? JSON.stringify({ VNI: 1, VtepMAC: mac }) : 'null',
+  [FLANNEL_PUBLIC_IP]: ip,
 });
 
 /** A Node as a kubelet registers it (addresses in the create), with the podCIDR the allocator
  * gives and flannel's annotations when podCIDR is set (the node's flanneld writes those once
  * the node has one). knit reads spec.podCIDRs and the InternalIP; flannel the spec and the
  * annotations. */
-export function nodeObject({ name, cidr, ip }) {
+export function nodeObject(node, backend) {
+  const { name, cidr, ip } = node;
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' }, annotations: cidr ? flannelAnnotations(ip) : {} },
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' }, annotations: cidr ? flannelAnnotations(node, backend) : {} },
     spec: cidr ? { podCIDR: cidr, podCIDRs: [cidr] } : {},
     status: { addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }] },
   };

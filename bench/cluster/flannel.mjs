@@ -1,6 +1,7 @@
 // flanneld beside knit: the release pinned in scripts/peers/versions.env, built from the Go
 // module proxy by scripts/build-peers.sh (cached, never committed), run in a node netns of its
-// own with the kube subnet manager and the host-gw backend (knit's crossNode: routes). Every
+// own with the kube subnet manager and the host-gw backend (knit's crossNode: routes) or the
+// vxlan one (crossNode: vxlan; VNI 1, the kernel's port 8472, as knit's defaults). Every
 // path it writes is the bench's; it masquerades nothing and adds no FORWARD rules, and what it
 // does set up (its routes) lives in its netns.
 import { spawnSync } from 'node:child_process';
@@ -20,9 +21,10 @@ export function flanneldBinary(root) {
 
 /** Starts flanneld for node `nodeName` in `ns`, its fabric link `iface`; resolves once it has
  * its lease (it writes the subnet file then) and runs its route loop. */
-export async function startFlannel({ bin, ns, nodeName, iface, network, kubeconfig, dir, startService, waitReady }) {
+export async function startFlannel({ bin, ns, nodeName, iface, network, backend, kubeconfig, dir, startService, waitReady }) {
   const netConf = path.join(dir, 'net-conf.json');
-  writeFileSync(netConf, JSON.stringify({ Network: network, EnableIPv4: true, Backend: { Type: 'host-gw' } }));
+  const Backend = backend === 'vxlan' ? { Type: 'vxlan', VNI: 1, Port: 8472 } : { Type: backend };
+  writeFileSync(netConf, JSON.stringify({ Network: network, EnableIPv4: true, Backend }));
   const subnetFile = path.join(dir, 'subnet.env');
   const flannel = startService('flanneld', [
     'ip', 'netns', 'exec', ns, // execs in place: the PID is flanneld's
