@@ -54,26 +54,30 @@ export function reconcile(plans: NetworkPlan[], kernel: KernelView): Reconciliat
     const vtep = plan.vtep?.name;
     if (!vtep) continue;
     const fdb = kernel.fdb.get(vtep) ?? [];
+    const fdbByMac = new Map(fdb.map((e) => [e.mac, e]));
+    const wantedMacs = new Set(plan.fdb.map((w) => w.mac));
     for (const want of plan.fdb) {
-      const have = fdb.find((e) => e.mac === want.mac);
+      const have = fdbByMac.get(want.mac);
       if (have?.dst === want.dst && have.state.includes('permanent')) continue;
       differences.push(have ? `fdb ${want.mac} on ${vtep} goes to ${have.dst ?? 'nowhere'}, should go to ${want.dst}` : `fdb ${want.mac} dst ${want.dst} on ${vtep} is missing`);
       ops.push({ op: 'fdb.replace', link: vtep, mac: want.mac, dst: want.dst });
     }
     for (const have of fdb) {
-      if (!have.dst || !have.self || plan.fdb.some((w) => w.mac === have.mac)) continue;
+      if (!have.dst || !have.self || wantedMacs.has(have.mac)) continue;
       differences.push(`fdb ${have.mac} dst ${have.dst} on ${vtep} belongs to no node`);
       ops.push({ op: 'fdb.del', link: vtep, mac: have.mac, dst: have.dst, ignoreMissing: true });
     }
     const neighs = (kernel.neighs.get(vtep) ?? []).filter((n) => !n.proxy && n.state.includes('permanent'));
+    const neighByAddress = new Map(neighs.map((n) => [n.address, n]));
+    const wantedNeighs = new Set(plan.neighs.map((w) => w.address));
     for (const want of plan.neighs) {
-      const have = neighs.find((n) => n.address === want.address);
+      const have = neighByAddress.get(want.address);
       if (have?.lladdr === want.lladdr) continue;
       differences.push(have ? `neighbour ${want.address} on ${vtep} is ${have.lladdr}, should be ${want.lladdr}` : `neighbour ${want.address} on ${vtep} is missing`);
       ops.push({ op: 'neigh.replace', link: vtep, address: want.address, lladdr: want.lladdr });
     }
     for (const have of neighs) {
-      if (plan.neighs.some((w) => w.address === have.address)) continue;
+      if (wantedNeighs.has(have.address)) continue;
       differences.push(`neighbour ${have.address} on ${vtep} belongs to no node`);
       ops.push({ op: 'neigh.del', link: vtep, address: have.address, ignoreMissing: true });
     }
@@ -82,13 +86,22 @@ export function reconcile(plans: NetworkPlan[], kernel: KernelView): Reconciliat
   const wanted = new Map<string, WantRoute>();
   for (const plan of plans) for (const r of plan.routes) wanted.set(routeKey(r), r);
   const owned = kernel.routes.filter(isClusterRoute);
+  const ownedByKey = new Map(owned.map((r) => [routeKey(r), r]));
+  // Routes of other owners by destination, for the slot check below (one pass, not one per want).
+  const othersByDst = new Map<string, RouteInfo[]>();
+  for (const r of kernel.routes) {
+    if (r.protocol === String(ROUTE_PROTOCOL)) continue;
+    const list = othersByDst.get(r.dst);
+    if (list) list.push(r);
+    else othersByDst.set(r.dst, [r]);
+  }
   for (const [key, want] of wanted) {
-    const have = owned.find((r) => routeKey(r) === key);
+    const have = ownedByKey.get(key);
     if (have && sameRoute(want, have, index)) continue;
     const what = want.type === 'blackhole' ? `blackhole ${want.dst}` : `route ${want.dst} via ${want.gateway} dev ${want.link}`;
     // A replace would take over another owner's route in the same slot (dst, metric): leave it.
     const slotMetric = want.metric ?? (want.family === 6 ? 1024 : 0);
-    const foreign = !have && kernel.routes.find((r) => r.dst === want.dst && !isClusterRoute(r) && r.protocol !== String(ROUTE_PROTOCOL) && (r.metric ?? 0) === slotMetric);
+    const foreign = !have && othersByDst.get(want.dst)?.find((r) => (r.metric ?? 0) === slotMetric);
     if (foreign) {
       differences.push(`${what}: a route of another owner (protocol ${foreign.protocol}) holds that destination; knit leaves it`);
       continue;
@@ -111,14 +124,19 @@ export function reconcile(plans: NetworkPlan[], kernel: KernelView): Reconciliat
 /** Marks each peer whose routes the kernel now holds as planned. */
 export function peersInPlace(plan: NetworkPlan, kernel: KernelView): NetworkPlan['peers'] {
   const byName = new Map(kernel.links.map((l) => [l.name, l.index]));
-  const owned = kernel.routes.filter(isClusterRoute);
+  const index = (n: string) => byName.get(n);
+  const ownedByKey = new Map(kernel.routes.filter(isClusterRoute).map((r) => [routeKey(r), r]));
+  const unicastDsts = new Set(kernel.routes.filter((r) => r.type === 'unicast').map((r) => r.dst));
   return plan.peers.map((p) => {
     if (!p.routes.length) {
       // crossNode none: a route to the peer's block from anyone (a BGP speaker) counts.
-      const any = p.subnets.length > 0 && !p.problem && p.subnets.every((s) => kernel.routes.some((r) => r.dst === s && r.type === 'unicast'));
+      const any = p.subnets.length > 0 && !p.problem && p.subnets.every((s) => unicastDsts.has(s));
       return { ...p, inPlace: any };
     }
-    const inPlace = !p.problem && p.routes.every((w) => owned.some((r) => routeKey(r) === routeKey(w) && sameRoute(w, r, (n) => byName.get(n))));
+    const inPlace = !p.problem && p.routes.every((w) => {
+      const have = ownedByKey.get(routeKey(w));
+      return !!have && sameRoute(w, have, index);
+    });
     return { ...p, inPlace };
   });
 }
