@@ -100,6 +100,9 @@ test.after.always(async () => {
 });
 
 test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a secondary network\'s hashed tap; the guest takes both addresses by DHCP and answers the node, a runc pod and a runc pod on a second node of the cluster; teardown leaves nothing', async (t) => {
+  // libvirtd's capability probe and a TCG boot take minutes on a busy 2-core machine: past
+  // ava's 120 s without a result, which ends the worker before any teardown or after hook runs.
+  t.timeout(600_000);
   const cleanup = new Cleanup();
   t.teardown(() => cleanup.run());
   makeNetns(VM);
