@@ -238,9 +238,9 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
     links: ip(VM, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => n !== 'lo'),
     qdiscs: tc(VM, 'qdisc', 'show').filter((q: Json) => q.dev !== 'lo' && q.kind !== 'noqueue').map((q: Json) => `${q.kind} on ${q.dev}`),
     nft: nftRuleset(VM).filter((x) => x.table).map((x) => `${x.table.family} ${x.table.name}`),
-    nodeLinks: JSON.parse(inNode(['ip', '-j', 'link', 'show'])).map((l: Json) => l.ifname).filter((n: string) => n.startsWith(P) && n !== `${opts.prefix}br` && n !== BRIDGE2),
+    // Each node keeps its fabric link and its networks' bridges; a pod on node 2, only its loopback.
+    nodeLinks: ip(NODE, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => !['lo', 'eth0', `${opts.prefix}br`, BRIDGE2].includes(n)),
     leases: leases(path.join(dir, 'ipam'), BLUE),
-    // Node 2 keeps its fabric link and its network's bridge; its pod, only its loopback.
     node2Links: ip(n2.ns, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => !['lo', 'eth0', `${P.slice(0, -1)}n2br`].includes(n)),
     pod2Links: ip(pod2.name, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => n !== 'lo'),
   });
