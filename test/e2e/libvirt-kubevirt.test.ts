@@ -11,22 +11,28 @@
 // undefine and CNI DEL nothing of knit's, the plugin's or libvirt's is left. The daemon and the
 // networks' bridges live in the test's own "node" netns. The guest kernel's IPv6 router
 // solicitation gets knit's RA (the guest has no DHCPv6 client; the kernel test covers DHCPv6).
-// Prefix lkv; 10.234.25.0/24 and fd00:234:25::/64, 10.234.26.0/24.
+// That node is node 1 of a two-node cluster (docs/cluster.md): knit's network spans it with
+// crossNode routes and a literal node map, the nodes joined by a fabric bridge in its own netns;
+// node 2 runs its own knit with its own block and a runc pod, which reaches the guest by ping and
+// HTTP across the fabric (IPv4: the guest takes no IPv6 address, knit's RA sends it to DHCPv6).
+// Prefix lkv; node 1's block 10.234.25.0/24 and fd00:234:25::/64, node 2's 10.234.27.0/24 and
+// fd00:234:27::/64, blue 10.234.26.0/24, the fabric 192.168.241.0/24 and fd6b:241::/64.
 import test from 'ava';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, pingFrom, type Daemon } from '../helpers/daemon.js';
+import { makeNetns, removeNetns, eventually, pingFrom, runcAttachReq, type Daemon } from '../helpers/daemon.js';
+import { buildSegment, clusterDaemons, sh, type FabricSegment, type Teardowns } from '../helpers/cluster-fabric.js';
 import { ip, tc, tunOwner, type Json } from '../helpers/observe.js';
-import { uniquePrefix } from '../helpers/names.js';
+import { uniquePrefix, makeNetns as makeTestNetns } from '../helpers/names.js';
 import { DEBIAN_PLUGINS, hostLocal, knitShimConf, leases, nftRuleset } from '../helpers/cni.js';
 import { cmdline, ensureGuestImage, GUEST_HTTP_PORT } from '../fixtures/qemu.js';
 import { domainXml, startLibvirtd, type Libvirtd } from '../fixtures/libvirt.js';
 import { Cleanup } from '../fixtures/cleanup.js';
 
 const P = uniquePrefix('lkv');
-const NODE = `${P}n`;
+const NODE = `${P}n1`; // node 1 of the fabric (buildSegment names its nodes n1, n2)
 const VM = `${P}vm`;
 const POD = `${P}rc`;
 const BLUE = 'blue';
@@ -35,8 +41,18 @@ const BLUE_TAP = 'tap16477688c0e';
 const BRIDGE2 = `${P}b2`;
 const SHIM = path.resolve('build', 'native', 'knit-cni');
 const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}`));
-const opts = { prefix: P.slice(0, -1), subnet: '10.234.25.0/24', subnet6: 'fd00:234:25::/64', netns: NODE };
+// clusterDaemons names node 1's knit (instance, bridge, dirs) after the prefix and the node.
+const opts = { prefix: `${P.slice(0, -1)}n1` };
+const SEG = 241;
+const BLOCKS = [{ pod4: '10.234.25.0/24', pod6: 'fd00:234:25::/64' }, { pod4: '10.234.27.0/24', pod6: 'fd00:234:27::/64' }];
+/** knit's network on every node, each with its own bridge and its block of the node map. */
+const clusterNet = (bridge: string) => ({ name: `${opts.prefix}net`, mode: 'bridge', bridge, ipv4: { subnet: 'node' }, ipv6: { subnet: 'node' }, crossNode: 'routes' });
 let d: Daemon | undefined;
+let d2: Daemon | undefined;
+let fabric: FabricSegment | undefined;
+// ava ends a hook's own teardowns when the hook ends: the fabric and the daemons live for the file.
+const teardowns: (() => unknown)[] = [];
+const file: Teardowns = { teardown: (fn) => void teardowns.push(fn) };
 
 const inNode = (argv: string[]) => execFileSync('ip', ['netns', 'exec', NODE, ...argv], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const httpFrom = (netns: string, addr: string) =>
@@ -68,20 +84,25 @@ function cni(plugin: string, command: string, env: { id: string; ifname: string;
 const blueConf = { cniVersion: '1.0.0', name: BLUE, type: 'bridge', bridge: BRIDGE2, isGateway: true, ipam: hostLocal(path.join(dir, 'ipam'), '10.234.26.0/24', '10.234.26.1') };
 
 test.before(async () => {
-  makeNetns(NODE);
-  execFileSync('ip', ['-n', NODE, 'link', 'set', 'lo', 'up']);
-  d = await startDaemon(opts);
+  fabric = buildSegment(file, P, SEG, 2, BLOCKS);
+  const daemons = clusterDaemons(file, fabric);
+  d = await daemons.start(fabric.nodes[0], clusterNet(`${opts.prefix}br`));
+  d2 = await daemons.start(fabric.nodes[1], clusterNet(`${P.slice(0, -1)}n2br`));
 });
 
 test.after.always(async () => {
-  await cleanupDaemon(d, opts, [VM, POD]);
+  // Last made, first ended: the daemons (by PID, their dirs), then the node and fabric netns.
+  for (const fn of teardowns.reverse()) await fn();
   removeNetns(VM);
   removeNetns(POD);
   removeNetns(NODE);
   rmSync(dir, { recursive: true, force: true });
 });
 
-test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a secondary network\'s hashed tap; the guest takes both addresses by DHCP and answers the node and a runc pod; teardown leaves nothing', async (t) => {
+test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a secondary network\'s hashed tap; the guest takes both addresses by DHCP and answers the node, a runc pod and a runc pod on a second node of the cluster; teardown leaves nothing', async (t) => {
+  // libvirtd's capability probe and a TCG boot take minutes on a busy 2-core machine: past
+  // ava's 120 s without a result, which ends the worker before any teardown or after hook runs.
+  t.timeout(600_000);
   const cleanup = new Cleanup();
   t.teardown(() => cleanup.run());
   makeNetns(VM);
@@ -168,6 +189,26 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   await d!.call('Attach', { sandbox_id: POD, netns_path: `/run/netns/${POD}`, interfaces: [{ name: 'eth0' }] });
   t.true(pings(POD, podIp), 'the runc pod could not ping the guest');
   t.regex(httpFrom(POD, podIp), /^knit-guest /);
+  // ... and from a runc pod on node 2 of the cluster, across the fabric. The kernel's view first:
+  // each node routes the other's blocks via the other's fabric address, with knit's protocol.
+  const [n1, n2] = fabric!.nodes;
+  const gateway = (ns: string, family: '-4' | '-6', dst: string) => JSON.parse(sh(ns, 'ip', '-j', family, 'route', 'show', 'proto', '201')).find((r: Json) => r.dst === dst)?.gateway;
+  const crossRoutes = () => ({ n1to2: gateway(n1.ns, '-4', n2.pod4), n2to1: gateway(n2.ns, '-4', n1.pod4), n1to2v6: gateway(n1.ns, '-6', n2.pod6), n2to1v6: gateway(n2.ns, '-6', n1.pod6) });
+  const expected = { n1to2: n2.ip4, n2to1: n1.ip4, n1to2v6: n2.ip6, n2to1v6: n1.ip6 };
+  await eventually(() => JSON.stringify(crossRoutes()) === JSON.stringify(expected), 'each node routes the other\'s blocks', 15_000).catch(() => undefined);
+  t.deepEqual(crossRoutes(), expected, 'ip route show proto 201: each node\'s blocks via its fabric address');
+  const peer = (await d!.call('NodeStatus', {})).networks.find((n: Json) => n.name === `${opts.prefix}net`)?.peers.find((p: Json) => p.node === n2.name);
+  t.true(peer?.in_place, `knit on node 1 has node 2's routes in place: ${JSON.stringify(peer)}`);
+  const pod2 = makeTestNetns(t, P, 'q2');
+  const pod2Id = `${P}q2`;
+  const pod2Ip = (await d2!.call('Attach', runcAttachReq(pod2Id, pod2.path))).result.ips.find((i: Json) => !i.address.includes(':')).address.split('/')[0];
+  t.regex(pod2Ip, /^10\.234\.27\.\d+$/, 'the pod on node 2 has an address of node 2\'s block');
+  // The guest's default route is the router of whichever lease it bound first, so its answers
+  // may leave by blue; node 1 forwards them on (blue's bridge plugin, isGateway, turns on IPv4
+  // forwarding). What the guest itself starts towards node 2 follows that route too, so this
+  // test asks only for answers.
+  t.true(pings(pod2.name, podIp), `the runc pod on node 2 (${pod2Ip}) could not ping the guest at ${podIp}`);
+  t.regex(httpFrom(pod2.name, podIp), /^knit-guest /);
   const verdict = await eventually(() => /KNIT-PING-(OK|FAIL) 10\.234\.25\.1/.exec(log()), 'guest pinged its gateway', 30_000);
   t.is(verdict?.[1], 'OK', 'the guest reaches its gateway');
 
@@ -189,6 +230,7 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
   t.deepEqual(libvirt.processes(), [], 'no libvirt process left');
   libvirt = undefined;
   await d!.call('Detach', { sandbox_id: POD });
+  await d2!.call('Detach', { sandbox_id: pod2Id });
   cni(SHIM, 'DEL', { id, ifname: 'net1', args: k8sArgs }, knitConf({ name: 'knit-tap-binding', args: { cni: { logicNetworkName: BLUE } } }));
   cni(path.join(DEBIAN_PLUGINS, 'bridge'), 'DEL', { id, ifname: BLUE_IF }, blueConf);
   cni(SHIM, 'DEL', { id, ifname: 'eth0', args: k8sArgs }, knitConf({}));
@@ -196,10 +238,13 @@ test.serial('libvirt runs the VMI on knit\'s taps: tap0 (2 queues) and a seconda
     links: ip(VM, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => n !== 'lo'),
     qdiscs: tc(VM, 'qdisc', 'show').filter((q: Json) => q.dev !== 'lo' && q.kind !== 'noqueue').map((q: Json) => `${q.kind} on ${q.dev}`),
     nft: nftRuleset(VM).filter((x) => x.table).map((x) => `${x.table.family} ${x.table.name}`),
-    nodeLinks: JSON.parse(inNode(['ip', '-j', 'link', 'show'])).map((l: Json) => l.ifname).filter((n: string) => n.startsWith(P) && n !== `${opts.prefix}br` && n !== BRIDGE2),
+    // Each node keeps its fabric link and its networks' bridges; a pod on node 2, only its loopback.
+    nodeLinks: ip(NODE, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => !['lo', 'eth0', `${opts.prefix}br`, BRIDGE2].includes(n)),
     leases: leases(path.join(dir, 'ipam'), BLUE),
+    node2Links: ip(n2.ns, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => !['lo', 'eth0', `${P.slice(0, -1)}n2br`].includes(n)),
+    pod2Links: ip(pod2.name, 'link', 'show').map((l: Json) => l.ifname).filter((n: string) => n !== 'lo'),
   });
-  const nothing = { links: [], qdiscs: [], nft: [], nodeLinks: [], leases: [] };
+  const nothing = { links: [], qdiscs: [], nft: [], nodeLinks: [], leases: [], node2Links: [], pod2Links: [] };
   await eventually(() => JSON.stringify(leftovers()) === JSON.stringify(nothing), 'everything gone', 15_000).catch(() => undefined);
   t.deepEqual(leftovers(), nothing);
   removeNetns(VM);

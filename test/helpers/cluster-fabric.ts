@@ -20,60 +20,79 @@ export interface FabricNode {
   pod6: string;
 }
 
-export interface Fabric {
+/** Nodes on one fabric bridge and nothing else. */
+export interface FabricSegment {
   prefix: string;
   /** The netns holding the fabric bridge (named "fab" in it): where a test plugs in more. */
   bridgeNs: string;
   nodes: FabricNode[];
+}
+
+export interface Fabric extends FabricSegment {
   /** The netns beyond node 1, and the address node 1 has towards it. */
   outside: { ns: string; ip4: string; ip6: string; node1ip4: string; node1ip6: string };
 }
 
-/** `count` nodes on the fabric (192.168.<seg>.0/24), plus one on a second segment behind a router. */
-export function buildFabric(t: ExecutionContext, prefix: string, seg: number, count = 3): Fabric {
+/** Who ends what a helper made: a test's t, or a hook's own list (ava runs a hook's teardowns
+ * when the hook ends, so a test.before that builds for the whole file collects them itself). */
+export type Teardowns = Pick<ExecutionContext, 'teardown'>;
+
+const plug = (ns: string, bridgeNs: string, port: string, ifname: string) => {
+  execFileSync('ip', ['link', 'add', port, 'netns', bridgeNs, 'type', 'veth', 'peer', 'name', ifname, 'netns', ns]);
+  ipn(bridgeNs, 'link', 'set', port, 'master', 'fab', 'up');
+  ipn(ns, 'link', 'set', ifname, 'up');
+  ipn(ns, 'link', 'set', 'lo', 'up');
+};
+
+/** A node netns n<i>, forwarding off whatever the host (or another test meanwhile) set: a new
+ * netns copies the host's IPv4 switches. Pod blocks 10.<seg>.<i>.0/24 unless given. */
+function fabricNode(t: Teardowns, prefix: string, seg: number, s: number, i: number, block?: { pod4: string; pod6: string }): FabricNode {
+  const name = `n${i}`;
+  const ns = makeNetns(t, prefix, name).name;
+  sh(ns, 'sysctl', '-qw', 'net.ipv4.conf.all.forwarding=0', 'net.ipv6.conf.all.forwarding=0');
+  return { name, ns, ip4: `192.168.${s}.${i}`, ip6: `fd6b:${s}::${i}`, pod4: `10.${seg}.${i}.0/24`, pod6: `fd6b:${seg}:${i}::/64`, ...block };
+}
+
+/** `count` nodes n1..n<count> on a fabric bridge (192.168.<seg>.0/24, fd6b:<seg>::/64), each
+ * with its eth0 there; `blocks` gives their pod blocks where a test needs its own ranges. */
+export function buildSegment(t: Teardowns, prefix: string, seg: number, count: number, blocks: { pod4: string; pod6: string }[] = []): FabricSegment {
   const fab = makeNetns(t, prefix, 'fab').name;
-  const rtr = makeNetns(t, prefix, 'rtr').name;
-  const out = makeNetns(t, prefix, 'out').name;
   ipn(fab, 'link', 'add', 'fab', 'type', 'bridge');
   ipn(fab, 'link', 'set', 'fab', 'up');
   const nodes: FabricNode[] = [];
-  const plug = (ns: string, bridgeNs: string, port: string, ifname: string) => {
-    execFileSync('ip', ['link', 'add', port, 'netns', bridgeNs, 'type', 'veth', 'peer', 'name', ifname, 'netns', ns]);
-    ipn(bridgeNs, 'link', 'set', port, 'master', 'fab', 'up');
-    ipn(ns, 'link', 'set', ifname, 'up');
-    ipn(ns, 'link', 'set', 'lo', 'up');
-  };
-  for (let i = 1; i <= count + 1; i++) {
-    const name = `n${i}`;
-    const ns = makeNetns(t, prefix, name).name;
-    // A new netns copies the host's IPv4 switches: start every node from "not forwarding",
-    // whatever the host (or another test meanwhile) set.
-    sh(ns, 'sysctl', '-qw', 'net.ipv4.conf.all.forwarding=0', 'net.ipv6.conf.all.forwarding=0');
-    const far = i === count + 1;
-    const s = far ? seg + 1 : seg;
-    const node: FabricNode = { name, ns, ip4: `192.168.${s}.${i}`, ip6: `fd6b:${s}::${i}`, pod4: `10.${seg}.${i}.0/24`, pod6: `fd6b:${seg}:${i}::/64` };
+  for (let i = 1; i <= count; i++) {
+    const node = fabricNode(t, prefix, seg, seg, i, blocks[i - 1]);
     nodes.push(node);
-    if (far) {
-      // The second segment: a veth straight to the router.
-      execFileSync('ip', ['link', 'add', 'eth0', 'netns', ns, 'type', 'veth', 'peer', 'name', 'seg2', 'netns', rtr]);
-      ipn(ns, 'link', 'set', 'eth0', 'up');
-      ipn(ns, 'link', 'set', 'lo', 'up');
-      ipn(rtr, 'link', 'set', 'seg2', 'up');
-      ipn(rtr, 'addr', 'add', `192.168.${s}.254/24`, 'dev', 'seg2');
-      ipn(rtr, '-6', 'addr', 'add', `fd6b:${s}::fe/64`, 'dev', 'seg2', 'nodad');
-    } else {
-      plug(ns, fab, `${prefix}p${i}`.slice(0, 15), 'eth0');
-    }
-    ipn(ns, 'addr', 'add', `${node.ip4}/24`, 'dev', 'eth0');
-    ipn(ns, '-6', 'addr', 'add', `${node.ip6}/64`, 'dev', 'eth0', 'nodad');
-    // Node 1's default route leads outside (below); the others' to the router.
-    if (i === 1) {
-      ipn(ns, 'route', 'add', `192.168.${seg + 1}.0/24`, 'via', `192.168.${s}.254`);
-      ipn(ns, '-6', 'route', 'add', `fd6b:${seg + 1}::/64`, 'via', `fd6b:${s}::fe`);
-    } else {
-      ipn(ns, 'route', 'add', 'default', 'via', `192.168.${s}.254`);
-      ipn(ns, '-6', 'route', 'add', 'default', 'via', `fd6b:${s}::fe`);
-    }
+    plug(node.ns, fab, `${prefix}p${i}`.slice(0, 15), 'eth0');
+    ipn(node.ns, 'addr', 'add', `${node.ip4}/24`, 'dev', 'eth0');
+    ipn(node.ns, '-6', 'addr', 'add', `${node.ip6}/64`, 'dev', 'eth0', 'nodad');
+  }
+  return { prefix, bridgeNs: fab, nodes };
+}
+
+/** `count` nodes on the fabric (192.168.<seg>.0/24), plus one on a second segment behind a router. */
+export function buildFabric(t: Teardowns, prefix: string, seg: number, count = 3): Fabric {
+  const { bridgeNs: fab, nodes } = buildSegment(t, prefix, seg, count);
+  const rtr = makeNetns(t, prefix, 'rtr').name;
+  const out = makeNetns(t, prefix, 'out').name;
+  // The second segment: the far node, a veth straight to the router.
+  const far = fabricNode(t, prefix, seg, seg + 1, count + 1);
+  nodes.push(far);
+  execFileSync('ip', ['link', 'add', 'eth0', 'netns', far.ns, 'type', 'veth', 'peer', 'name', 'seg2', 'netns', rtr]);
+  ipn(far.ns, 'link', 'set', 'eth0', 'up');
+  ipn(far.ns, 'link', 'set', 'lo', 'up');
+  ipn(rtr, 'link', 'set', 'seg2', 'up');
+  ipn(rtr, 'addr', 'add', `192.168.${seg + 1}.254/24`, 'dev', 'seg2');
+  ipn(rtr, '-6', 'addr', 'add', `fd6b:${seg + 1}::fe/64`, 'dev', 'seg2', 'nodad');
+  ipn(far.ns, 'addr', 'add', `${far.ip4}/24`, 'dev', 'eth0');
+  ipn(far.ns, '-6', 'addr', 'add', `${far.ip6}/64`, 'dev', 'eth0', 'nodad');
+  // Node 1's default route leads outside (below); the others' to the router.
+  ipn(nodes[0].ns, 'route', 'add', `192.168.${seg + 1}.0/24`, 'via', `192.168.${seg}.254`);
+  ipn(nodes[0].ns, '-6', 'route', 'add', `fd6b:${seg + 1}::/64`, 'via', `fd6b:${seg}::fe`);
+  for (const node of nodes.slice(1)) {
+    const s = node === far ? seg + 1 : seg;
+    ipn(node.ns, 'route', 'add', 'default', 'via', `192.168.${s}.254`);
+    ipn(node.ns, '-6', 'route', 'add', 'default', 'via', `fd6b:${s}::fe`);
   }
   plug(rtr, fab, `${prefix}pr`, 'eth0');
   ipn(rtr, 'addr', 'add', `192.168.${seg}.254/24`, 'dev', 'eth0');
@@ -95,7 +114,7 @@ export function buildFabric(t: ExecutionContext, prefix: string, seg: number, co
 }
 
 /** cluster.nodes as the config writes it. */
-export function nodeMap(f: Fabric, nodes = f.nodes) {
+export function nodeMap(f: FabricSegment, nodes = f.nodes) {
   return Object.fromEntries(nodes.map((n) => [n.name, { podCIDRs: [n.pod4, n.pod6], internalIPs: [n.ip4, n.ip6] }]));
 }
 
@@ -105,16 +124,17 @@ export interface ClusterDaemons {
 }
 
 /** One knit per node, inside its netns; teardown stops each by PID and removes its dirs. */
-export function clusterDaemons(t: ExecutionContext, f: Fabric): ClusterDaemons {
+export function clusterDaemons(t: Teardowns, f: FabricSegment): ClusterDaemons {
   const daemons = new Map<string, Daemon>();
+  const prefixOf = (node: string) => `${f.prefix}${node}`.replace(/-/g, '');
   t.teardown(async () => {
-    for (const [name, d] of daemons) await cleanupDaemon(d, { prefix: `${f.prefix}${name}` });
+    for (const [name, d] of daemons) await cleanupDaemon(d, { prefix: prefixOf(name) });
   });
   return {
     daemons,
     async start(node, network, extra = {}) {
       const d = await startDaemon({
-        prefix: `${f.prefix}${node.name}`.replace(/-/g, ''),
+        prefix: prefixOf(node.name),
         subnet: node.pod4,
         netns: node.ns,
         config: { networks: [network], cluster: { nodeName: node.name, nodes: nodeMap(f), clusterCIDRs: [], serviceCIDRs: [] }, ...extra },

@@ -22,7 +22,7 @@ export interface TestNetns {
 }
 
 /** Creates /run/netns/<prefix><suffix>; teardown deletes it (and so every link inside). */
-export function makeNetns(t: ExecutionContext, prefix: string, suffix: string): TestNetns {
+export function makeNetns(t: Pick<ExecutionContext, 'teardown'>, prefix: string, suffix: string): TestNetns {
   const name = `${prefix}${suffix}`;
   execFileSync('ip', ['netns', 'add', name], { stdio: ['ignore', 'ignore', 'pipe'] });
   t.teardown(() => removeNetns(name));
