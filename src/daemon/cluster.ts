@@ -20,8 +20,10 @@ import type { IpFamily } from '../ipam/ip.js';
 import { atomicWriteFile } from '../store/index.js';
 import { ClusterKernel, vtepDrift } from './cluster-kernel.js';
 
-/** Changes that arrive together are applied together. */
-const SETTLE_MS = 20;
+/** Changes that arrive together are applied together: the first change of a quiet spell starts
+ * this wait, later ones ride along (no reset, so a steady stream of changes cannot postpone the
+ * pass); those that come during a pass get the next one, which is where a burst is batched. */
+const SETTLE_MS = 3;
 /** How long start-up waits for the API's first list; after it knit serves, its node-subnet
  * networks not ready until the list arrives. */
 const FIRST_VIEW_MS = 5_000;
@@ -181,8 +183,11 @@ export class ClusterController {
   schedule(): void {
     if (this.stopped) return;
     if (!this.changedAt) this.changedAt = performance.now();
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.reconcileNow(), SETTLE_MS);
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.reconcileNow();
+    }, SETTLE_MS);
   }
 
   /** One pass at a time; a change during a pass gets another. */
@@ -218,11 +223,6 @@ export class ClusterController {
     // Until the node list was read once, it says nothing about the peers: knit changes no
     // route (after a restart with the API down, the routes its predecessor made stay).
     if (!this.everSynced) return;
-    const seen = JSON.stringify(source.nodes());
-    if (seen !== this.savedJson) {
-      await atomicWriteFile(this.deps.cacheFile, seen);
-      this.savedJson = seen;
-    }
     const ready = this.current.filter((n) => n.crossNode && (n.ipv4 || n.ipv6));
     const kernel = await this.readKernel();
     const nodes = source.nodes();
@@ -238,6 +238,13 @@ export class ClusterController {
     if (ops.length) {
       await this.kernel.apply(ops);
       log.info({ changes: differences }, 'cluster routes reconciled');
+    }
+    // The node list for a restart without the API, saved once the routes are in (it decides no
+    // route: until the API answers, a restarted knit changes none).
+    const seen = JSON.stringify(nodes);
+    if (seen !== this.savedJson) {
+      await atomicWriteFile(this.deps.cacheFile, seen);
+      this.savedJson = seen;
     }
     await this.kernel.switchOn(this.forwardingKeys());
     const cluster = this.deps.config().cluster;
