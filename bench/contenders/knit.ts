@@ -117,8 +117,9 @@ export class KnitContender implements Contender {
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
     writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket, this.networkKind), null, 2));
+    if (this.altRoot === '') throw new Error('knit-alt runs another checkout\'s build: set KNIT_BENCH_ALT_ROOT to it');
     if (this.altRoot !== undefined && !existsSync(path.join(this.altRoot, 'build', 'src', 'cli', 'main.js'))) throw new Error(`KNIT_BENCH_ALT_ROOT=${this.altRoot} holds no build (build/src/cli/main.js)`);
-    const { cmd, args } = daemonCommand(configPath, this.launcherFlags, this.altRoot || undefined);
+    const { cmd, args } = daemonCommand(configPath, this.launcherFlags, this.altRoot);
     this.daemon = await startDaemon({ what: 'knit daemon', cmd, args, socket, timeoutMs: 30000 });
     ctx.trackPid(this.daemon.pid, 'knit daemon');
     const { Knit } = knitProto();
