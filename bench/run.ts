@@ -80,7 +80,7 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   log(`bench: run ${world.prefix} (${opts.full ? 'full' : 'quick'}); scratch ${world.scratch}`);
   try {
-    for (const c of CONTENDERS) if (!opts.only || opts.only.includes(c.name)) await lineup.add(c.make(), c.tag);
+    for (const c of CONTENDERS) if (opts.only ? opts.only.includes(c.name) : !c.optIn) await lineup.add(c.make(), c.tag);
     if (lineup.entries.length === 0) throw new Error('no contender could be set up');
     const recordRss = (key: 'idle' | 'afterLatency') => {
       for (const { contender, info } of lineup.entries) {
@@ -108,9 +108,10 @@ async function main(): Promise<number> {
     if (opts.full && !interrupted) {
       results.churn = await runChurn(world, lineup, progress, { seconds: opts.churnSeconds, concurrency: opts.churnConcurrency });
       results.variants = await runVariants(world, lineup, progress, { iterations: opts.variantIterations });
-      if (opts.burst > 0) results.burst = await runBurst(world, lineup, progress, { size: opts.burst });
+      if (opts.burst > 0) results.burst = await runBurst(world, lineup, progress, { size: opts.burst, rounds: opts.burstRounds });
       results.scale = await runScale(world, lineup, progress, { levels: opts.scaleLevels, samples: opts.scaleSamples });
     }
+    if (!opts.full && opts.burstGiven && opts.burst > 0 && !interrupted) results.burst = await runBurst(world, lineup, progress, { size: opts.burst, rounds: opts.burstRounds });
     const soakCycles = opts.soakCycles ?? (opts.full ? 3000 : 0);
     if (soakCycles > 0 && !interrupted) results.soak = await runSoak(world, lineup, progress, { cycles: soakCycles, concurrency: opts.soakConcurrency });
     const bootPods = opts.bootPods ?? (opts.full ? 110 : 0);

@@ -9,12 +9,15 @@ import { GrpcCniContender } from './grpc-cni.js';
 import { GrpcBaselineContender } from './grpc-baseline.js';
 import { KnitContender } from './knit.js';
 
-export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => Contender }> = [
+/** optIn: run only when --only names it. */
+export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => Contender; optIn?: boolean }> = [
   { name: 'knit', tag: 'k', make: () => new KnitContender() },
   { name: 'knit-c', tag: 'j', make: () => new KnitContender('c-core') },
   { name: 'knit-cni', tag: 'n', make: () => new KnitContender('grpc-js', 'cni') },
   { name: 'knit-shim', tag: 's', make: () => new KnitContender('grpc-js', 'bridge', 'shim') },
   { name: 'knit-v8default', tag: 'v', make: () => new KnitContender('grpc-js', 'bridge', 'rpc', false) },
+  // Only with --only knit-alt,... and KNIT_BENCH_ALT_ROOT=<another checkout, built>.
+  { name: 'knit-alt', tag: 'x', make: () => new KnitContender('grpc-js', 'bridge', 'rpc', true, process.env.KNIT_BENCH_ALT_ROOT ?? ''), optIn: true },
   { name: 'cni', tag: 'c', make: () => new CniContender() },
   { name: 'floor-c', tag: 'f', make: () => new FloorCContender() },
   { name: 'floor-ip', tag: 'i', make: () => new FloorIpContender() },

@@ -73,7 +73,15 @@ export class KnitContender implements Contender {
     private readonly via: Path = 'rpc',
     /** false: the daemon runs on node's own V8 settings, not bin/knit's flags (what they cost). */
     private readonly launcherFlags = true,
+    /** Another checkout's build to run the daemon from (`knit-alt`: a before and an after in one run). */
+    private readonly altRoot?: string,
   ) {
+    if (altRoot !== undefined) {
+      this.name = 'knit-alt';
+      this.label = `knit (gRPC), the build in ${altRoot}`;
+      this.flavors = ['runc'];
+      return;
+    }
     if (!launcherFlags) {
       this.name = 'knit-v8default';
       this.label = 'knit (gRPC), node\'s default V8 settings instead of bin/knit\'s';
@@ -109,7 +117,9 @@ export class KnitContender implements Contender {
     const socket = path.join(ctx.scratch, 'knit.sock');
     const configPath = path.join(ctx.scratch, 'config.json');
     writeFileSync(configPath, JSON.stringify(daemonConfig(ctx, socket, this.networkKind), null, 2));
-    const { cmd, args } = daemonCommand(configPath, this.launcherFlags);
+    if (this.altRoot === '') throw new Error('knit-alt runs another checkout\'s build: set KNIT_BENCH_ALT_ROOT to it');
+    if (this.altRoot !== undefined && !existsSync(path.join(this.altRoot, 'build', 'src', 'cli', 'main.js'))) throw new Error(`KNIT_BENCH_ALT_ROOT=${this.altRoot} holds no build (build/src/cli/main.js)`);
+    const { cmd, args } = daemonCommand(configPath, this.launcherFlags, this.altRoot);
     this.daemon = await startDaemon({ what: 'knit daemon', cmd, args, socket, timeoutMs: 30000 });
     ctx.trackPid(this.daemon.pid, 'knit daemon');
     const { Knit } = knitProto();
@@ -212,9 +222,9 @@ export function daemonConfig(ctx: SetupContext, socket: string, kind: NetworkKin
  * the node flags `bin/knit` starts the daemon with (its shebang line), as a node runs it.
  * KNIT_BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the daemon's
  * node only, for profiling the daemon's side of a run (Node refuses --cpu-prof in NODE_OPTIONS). */
-export function daemonCommand(configPath: string, withLauncherFlags = true): { cmd: string; args: string[] } {
-  const nodeArgs = [...(withLauncherFlags ? launcherNodeFlags() : []), ...(process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [])];
-  const cli = path.join(repoRoot, 'build', 'src', 'cli', 'main.js');
+export function daemonCommand(configPath: string, withLauncherFlags = true, root = repoRoot): { cmd: string; args: string[] } {
+  const nodeArgs = [...(withLauncherFlags ? launcherNodeFlags(root) : []), ...(process.env.KNIT_BENCH_DAEMON_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [])];
+  const cli = path.join(root, 'build', 'src', 'cli', 'main.js');
   if (existsSync(cli)) return { cmd: process.execPath, args: [...nodeArgs, cli, 'serve', '--config', configPath] };
   return { cmd: process.execPath, args: [...nodeArgs, path.join(repoRoot, 'build', 'bench', 'knit-daemon.js'), configPath] };
 }

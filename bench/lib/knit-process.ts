@@ -4,7 +4,7 @@
 // `report()` can read process.memoryUsage() and V8's heap spaces from inside it.
 import * as grpc from '@grpc/grpc-js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,8 +15,8 @@ const CLI = path.join(root, 'build', 'src', 'cli', 'main.js');
 const HOOK = path.join(root, 'bench', 'memory', 'report-hook.mjs');
 
 /** "#!/usr/bin/env -S node --max-semi-space-size=4" → ["--max-semi-space-size=4"]. */
-export function launcherNodeFlags(): string[] {
-  const shebang = readFileSync(path.join(root, 'bin', 'knit'), 'utf8').split('\n', 1)[0];
+export function launcherNodeFlags(checkout = root): string[] {
+  const shebang = readFileSync(path.join(checkout, 'bin', 'knit'), 'utf8').split('\n', 1)[0];
   const words = shebang.split(/\s+/);
   return words.slice(words.indexOf('node') + 1);
 }
@@ -48,6 +48,13 @@ export interface KnitProcessOptions {
   snapshotDir?: string;
   /** Write the config as YAML (as the DaemonSet's ConfigMap is) instead of JSON. */
   yaml?: boolean;
+  /** The daemon's log level (default warn; the bench's latency contenders run the shipped info). */
+  logLevel?: string;
+  /** Where the records go (default: under the temp dir); a node's /run is tmpfs, so a
+   * comparison of latency wants a tmpfs path (the bench's contenders use /dev/shm). */
+  runDir?: string;
+  /** A file for the daemon's stdout (its log; V8's --trace-gc lines), else discarded. */
+  stdoutFile?: string;
 }
 
 export class KnitProcess {
@@ -61,10 +68,10 @@ export class KnitProcess {
     this.reportFile = path.join(this.dir, 'memory.jsonl');
     const socket = path.join(this.dir, 'knit.sock');
     const config = {
-      socket, runDir: path.join(this.dir, 'run'), stateDir: path.join(this.dir, 'state'),
+      socket, runDir: opts.runDir ?? path.join(this.dir, 'run'), stateDir: path.join(this.dir, 'state'),
       netnsDir: path.join(this.dir, 'netns'), handoffSocket: path.join(this.dir, 'handoff.sock'), cniSocket: path.join(this.dir, 'cni.sock'),
       cniDeleteQueue: path.join(this.dir, 'cni-delete-queue'),
-      instance: `knit-${opts.prefix}`, logLevel: 'warn',
+      instance: `knit-${opts.prefix}`, logLevel: opts.logLevel ?? 'warn',
       ...(opts.metricsPort ? { metricsAddress: `127.0.0.1:${opts.metricsPort}` } : {}),
       networks: [{ name: 'mem', mode: 'bridge', bridge: `${opts.prefix}br`, ipv4: { subnet: opts.subnet } }],
     };
@@ -75,7 +82,7 @@ export class KnitProcess {
     const flags = opts.nodeFlags ?? launcherNodeFlags();
     this.child = spawn(process.execPath, [...flags, '--import', HOOK, CLI, 'serve', '--config', configFile], {
       env: { ...process.env, ...opts.env, KNIT_MEMORY_REPORT: this.reportFile, ...(opts.snapshotDir ? { KNIT_MEMORY_SNAPSHOT_DIR: opts.snapshotDir } : {}) },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stdio: ['ignore', opts.stdoutFile ? openSync(opts.stdoutFile, 'w') : 'ignore', 'inherit'],
     });
     this.client = new (knitProto().Knit)(`unix:${socket}`, grpc.credentials.createInsecure());
   }
@@ -123,6 +130,7 @@ export class KnitProcess {
       await gone;
     }
     rmSync(this.dir, { recursive: true, force: true });
+    if (this.opts.runDir) rmSync(this.opts.runDir, { recursive: true, force: true });
   }
 }
 

@@ -75,8 +75,11 @@ export interface BurstResult {
   /** Each call's time from the start of its burst (ms). */
   attach: number[];
   detach: number[];
+  /** The median over the rounds (--burst-rounds), each round's below. */
   attachWallMs: number;
   detachWallMs: number;
+  attachWalls?: number[];
+  detachWalls?: number[];
   /** Detach burst start until every sandbox's devices were gone from the kernel. */
   goneWallMs?: number;
   errors: string[];

@@ -115,16 +115,16 @@ function burstSection(r: BenchResults): string {
     const a = summarize(b.attach.length ? b.attach : [NaN]);
     const d = summarize(b.detach.length ? b.detach : [NaN]);
     return [
-      labelOf(r, b.contender), String(b.size), ms(a.p50), ms(a.p99), ms(b.attachWallMs), ratio(b.attachWallMs, wall(floor)), ratio(b.attachWallMs, wall('cni')),
+      labelOf(r, b.contender), String(b.size), ms(a.p50), ms(a.p99), ms(b.attachWallMs), ratio(b.attachWallMs, wall(floor)), ratio(b.attachWallMs, wall('cni')), ratio(b.attachWallMs, wall('grpc-addon')),
       ms(d.p50), ms(d.p99), ms(b.detachWallMs), b.goneWallMs === undefined ? '–' : ms(b.goneWallMs), String(b.errors.length),
     ];
   });
   return [
     '## Burst (ms)',
     '',
-    `${r.burst![0]?.size ?? 0} sandboxes attached at once, then detached at once, one contender at a time. Each call is timed from the start of its burst; wall = the whole burst; ratios are wall ÷ wall. "gone" = from the detach burst's start until every sandbox's devices were gone from the kernel.`,
+    `${r.burst![0]?.size ?? 0} sandboxes attached at once, then detached at once, one contender at a time${(r.burst![0]?.attachWalls?.length ?? 1) > 1 ? `, ${r.burst![0]!.attachWalls!.length} rounds in a rotated order (walls: the median of the rounds; each round's in the JSON)` : ''}. Each call is timed from the start of its burst; wall = the whole burst; ratios are wall ÷ wall. "gone" = from the detach burst's start until every sandbox's devices were gone from the kernel.`,
     '',
-    table(['contender', 'n', 'attach p50', 'attach p99', 'attach wall', 'wall ÷ floor', 'wall ÷ CNI', 'detach p50', 'detach p99', 'detach wall', 'gone wall', 'failed calls'], rows),
+    table(['contender', 'n', 'attach p50', 'attach p99', 'attach wall', 'wall ÷ floor', 'wall ÷ CNI', 'wall ÷ grpc-addon', 'detach p50', 'detach p99', 'detach wall', 'gone wall', 'failed calls'], rows),
   ].join('\n');
 }
 

@@ -49,7 +49,7 @@ export function planPodVeth(input: InterfaceInput): InterfacePlan & { veth: PodV
   const otherName = hostIfName(sandboxId, iface.name, 'p');
   const steps: Step[] = [
     {
-      description: `create veth ${veth.hostName} (host) ↔ ${veth.podName} (sandbox)`,
+      description: `create veth ${veth.hostName} (host) - ${veth.podName} (sandbox)`,
       do: {
         op: 'link.add', kind: 'veth', name: veth.hostName, alias: tag, mtu: veth.mtu, up: true,
         // A bridge port needs no address of its own (the bridge holds the L3). Without its

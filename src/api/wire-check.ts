@@ -31,6 +31,17 @@ const wireNames = ['varint', '64-bit', 'length-delimited', 'group start', 'group
 
 class Malformed extends Error {}
 
+type Field = MessageDescriptor['field'][number];
+const NO_FIELDS: ReadonlyMap<number, Field> = new Map();
+/** Each message type's fields by number, made once per type rather than at every walk. */
+const fieldMaps = new WeakMap<MessageDescriptor, ReadonlyMap<number, Field>>();
+function fieldsOf(type: MessageDescriptor | undefined): ReadonlyMap<number, Field> {
+  if (!type) return NO_FIELDS;
+  let fields = fieldMaps.get(type);
+  if (!fields) fieldMaps.set(type, (fields = new Map(type.field.map((f) => [f.number, f]))));
+  return fields;
+}
+
 /** Why buf is not a well-formed `typeName` (full name, e.g. "knit.v1.AttachRequest"), or undefined. */
 export function wireProblem(buf: Uint8Array, typeName: string, types: ReadonlyMap<string, MessageDescriptor>): string | undefined {
   try {
@@ -44,8 +55,7 @@ export function wireProblem(buf: Uint8Array, typeName: string, types: ReadonlyMa
 
 function walk(buf: Uint8Array, start: number, end: number, typeName: string, types: ReadonlyMap<string, MessageDescriptor>, depth: number, at: string): void {
   if (depth > MAX_DEPTH) throw new Malformed(`messages nest more than ${MAX_DEPTH} deep in field ${at.split('.')[0]}`);
-  const type = types.get(typeName);
-  const fields = new Map(type?.field.map((f) => [f.number, f]));
+  const fields = fieldsOf(types.get(typeName));
   let pos = start;
   const varint = (): number => {
     let value = 0;
@@ -57,8 +67,9 @@ function walk(buf: Uint8Array, start: number, end: number, typeName: string, typ
     }
     throw new Malformed(`a varint longer than 10 bytes in ${at || 'the request'}`);
   };
-  const skip = (n: number, what: string) => {
-    if (n > end - pos) throw new Malformed(`${what} runs past the end of ${at || 'the request'}`);
+  /** Skips field number's n bytes of payload. */
+  const skip = (n: number, number: number, field: Field | undefined) => {
+    if (n > end - pos) throw new Malformed(`field ${fieldPath(at, number, field)} runs past the end of ${at || 'the request'}`);
     pos += n;
   };
   while (pos < end) {
@@ -67,30 +78,36 @@ function walk(buf: Uint8Array, start: number, end: number, typeName: string, typ
     const wire = tag % 8;
     if (number < 1 || number > 0x1fffffff) throw new Malformed(`field number ${number} is out of range in ${at || 'the request'}`);
     const field = fields.get(number);
-    const name = field ? (at ? `${at}.${field.name}` : field.name) : `${at ? `${at}.` : ''}#${number}`;
     if (field) {
       const expected = wireTypeOf[field.type] ?? VARINT;
       const packed = field.label === 'LABEL_REPEATED' && expected !== LEN && wire === LEN;
       if (wire !== expected && !packed) {
-        throw new Malformed(`field ${name} came as ${wireNames[wire] ?? `wire type ${wire}`}; its type ${field.type.replace('TYPE_', '').toLowerCase()} is sent as ${wireNames[expected]}`);
+        throw new Malformed(`field ${fieldPath(at, number, field)} came as ${wireNames[wire] ?? `wire type ${wire}`}; its type ${field.type.replace('TYPE_', '').toLowerCase()} is sent as ${wireNames[expected]}`);
       }
     }
     switch (wire) {
       case VARINT: varint(); break;
-      case I64: skip(8, `field ${name}`); break;
-      case I32: skip(4, `field ${name}`); break;
+      case I64: skip(8, number, field); break;
+      case I32: skip(4, number, field); break;
       case LEN: {
         const length = varint();
         const from = pos;
-        skip(length, `field ${name}`);
-        if (field?.type === 'TYPE_MESSAGE') walk(buf, from, pos, resolve(field.typeName, typeName, types), types, depth + 1, name);
-        else if (field?.type === 'TYPE_STRING' && !isUtf8(buf.subarray(from, pos))) throw new Malformed(`field ${name} is not valid UTF-8`);
+        skip(length, number, field);
+        if (field?.type === 'TYPE_MESSAGE') walk(buf, from, pos, resolve(field.typeName, typeName, types), types, depth + 1, fieldPath(at, number, field));
+        else if (field?.type === 'TYPE_STRING' && !isUtf8(buf.subarray(from, pos))) throw new Malformed(`field ${fieldPath(at, number, field)} is not valid UTF-8`);
         break;
       }
       default:
-        throw new Malformed(`field ${name} uses wire type ${wire} (${wireNames[wire] ?? 'none'}), which knit's messages never use`);
+        throw new Malformed(`field ${fieldPath(at, number, field)} uses wire type ${wire} (${wireNames[wire] ?? 'none'}), which knit's messages never use`);
     }
   }
+}
+
+/** A field's path for a message about it ("interfaces.mac", "#17" for an unknown one): made
+ * only when something is said about the field, or a message nests in it, not for every field. */
+function fieldPath(at: string, number: number, field: Field | undefined): string {
+  if (field) return at ? `${at}.${field.name}` : field.name;
+  return `${at ? `${at}.` : ''}#${number}`;
 }
 
 /** A field's type name as the .proto wrote it ("Labels", "AttachRequest", "google.protobuf.Struct"),

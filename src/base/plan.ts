@@ -8,7 +8,9 @@ export type { HostAction };
 export type StepAction = Op | HostAction;
 
 export interface Step {
-  /** What this step does, for `knit plan` and for logs ("create veth kn0a1b… ↔ eth0"). */
+  /** What this step does, for `knit plan` and for logs ("create veth kn0a1b… (host) - eth0
+   * (sandbox)"). Plain ASCII, so the record is one-byte text without an escaping pass
+   * (src/store/record-store.ts, oneByte). */
   description: string;
   /** Netns path the action runs in; absent = the host (the daemon's own netns). */
   netns?: string;

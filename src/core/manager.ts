@@ -118,8 +118,11 @@ export class SandboxManager implements SandboxService {
     const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
     const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
     if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
-    // Static addresses as the pools would take them (previewInterface holds nothing).
-    req.interfaces.forEach((ifc, i) => previewInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i]));
+    // Static addresses as the pools would take them (previewInterface holds nothing). A pool's
+    // next address is not looked up here: attach takes it right after, plan previews it itself.
+    req.interfaces.forEach((ifc, i) => {
+      if (ifc.ips?.length) previewInterface(this.deps.ipam, req.sandboxId, ifc, i, networks[i]);
+    });
 
     const netns = this.deps.netns.identify(req.netnsPath);
     for (const otherId of this.netnsIndex.sandboxesIn(netns)) {

@@ -5,6 +5,7 @@
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 type Labels = Record<string, string>;
+const NO_LABELS: Labels = Object.freeze({});
 
 const escapeValue = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 
@@ -59,8 +60,12 @@ export class Histogram {
   constructor(readonly name: string, readonly help: string, buckets: readonly number[], readonly labelNames: readonly string[] = []) {
     this.buckets = [...buckets].sort((a, b) => a - b);
   }
-  observe(value: number, labels: Labels = {}): void {
-    const key = labelText(labels);
+  /** labelText of label objects observed before: a caller that passes the same object for a
+   * series (a module constant) has its key made once, not at every call. */
+  private readonly keys = new WeakMap<Labels, string>();
+  observe(value: number, labels: Labels = NO_LABELS): void {
+    let key = this.keys.get(labels);
+    if (key === undefined) this.keys.set(labels, (key = labelText(labels)));
     let s = this.series.get(key);
     if (!s) this.series.set(key, (s = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
     const at = this.buckets.findIndex((b) => value <= b);

@@ -58,11 +58,15 @@ export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): nu
     (outcome, _target, frames) => deps.observe(outcome, frames),
     (what, t, err) => deps.log.warn({ netns: t.netns, tap: t.tap, err: err.message }, `DHCP responder: ${what} failed`),
   );
+  /** Sandboxes with a responder wanted: any other's attach or detach has nothing to do here. */
+  const serving = new Set<string>();
   const sync = (sandboxId: string) => {
     const rec = deps.records.get(sandboxId);
     const want = rec ? targets(rec, deps.networks(), deps.defaultNetwork()) : new Map<string, ResponderTarget>();
     const prefix = `${sandboxId}\0`;
     for (const key of responders.keys()) if (key.startsWith(prefix) && !want.has(key)) responders.disarm(key);
+    if (want.size) serving.add(sandboxId);
+    else serving.delete(sandboxId);
     for (const [key, t] of want) {
       try {
         responders.arm(key, t);
@@ -80,6 +84,10 @@ export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): nu
   watched.update();
   if (responders.size) deps.log.info({ responders: responders.size }, 'DHCP responders armed from the records');
   const unwatch = deps.watch((e) => {
+    // An attach whose answer hands off no served tap, or the detach of a sandbox served none,
+    // changes nothing here: skipped without reading (parsing) its record, as most are.
+    if (e.type === 'attach' && e.result && !serving.has(e.sandboxId) && !e.result.interfaces.some((i) => isTapHandoff(i.handoff) && served(i.handoff))) return;
+    if (e.type === 'detach' && !serving.has(e.sandboxId)) return;
     if (e.type === 'attach' || e.type === 'detach' || e.type === 'interface-added' || e.type === 'interface-removed') syncAndWatch(e.sandboxId);
   });
   return {

@@ -29,6 +29,9 @@ export class HandoffTokens {
   /** Adds fdSocket/token/tokenExpiresAt to every tap the launcher may ask fds for. The record
    * keeps no token: each Attach or Query answer mints fresh ones. */
   decorate(result: AttachResult): AttachResult {
+    this.sweep();
+    // A veth-only answer (runc's, every pod's) has nothing to add: answered as it is, uncopied.
+    if (!result.interfaces.some((ifc) => handsOffByFd(ifc.handoff))) return result;
     const interfaces = result.interfaces.map((ifc) => {
       if (!handsOffByFd(ifc.handoff)) return ifc;
       const token = randomBytes(24);
@@ -36,7 +39,6 @@ export class HandoffTokens {
       this.tokens.set(key(result.sandboxId, ifc.name), { token, expires });
       return { ...ifc, handoff: { ...ifc.handoff, fdSocket: this.socketPath, token: token.toString('hex'), tokenExpiresAt: new Date(expires).toISOString() } };
     });
-    this.sweep();
     return { ...result, interfaces };
   }
 

@@ -33,11 +33,14 @@ export async function atomicWriteFile(file: string, data: string | Uint8Array, m
   await fsyncDir(path.dirname(file));
 }
 
-/** A hidden sibling named after the target, unless that would pass NAME_MAX (255 bytes). */
+/** A hidden sibling named after the target, unless that would pass NAME_MAX (255 bytes). By
+ * string slicing: file is a normalized path (the stores make it), and path's functions run on
+ * every record write. */
 function tmpNameFor(file: string): string {
-  const base = path.basename(file);
-  const stem = Buffer.byteLength(base) <= 200 ? base : 'long-name';
-  return path.join(path.dirname(file), `.${stem}.${process.pid}-${++counter}${TMP_SUFFIX}`);
+  const slash = file.lastIndexOf('/');
+  const base = file.slice(slash + 1);
+  const stem = base.length <= 66 || Buffer.byteLength(base) <= 200 ? base : 'long-name';
+  return `${file.slice(0, slash + 1)}.${stem}.${process.pid}-${++counter}${TMP_SUFFIX}`;
 }
 
 /** Delete a file and make the deletion durable. A file already gone is not an error. */

@@ -14,7 +14,12 @@ const PLAIN = /[A-Za-z0-9_.-]/;
 /** A lone UTF-16 surrogate has no UTF-8 form, so it could not round-trip. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** An id that is its own encoding: plain characters only, not starting with '.'. Sandbox ids
+ * are (a runtime's hex, a pod's name), so their names cost one regex test, not a loop. */
+const ENCODES_AS_ITSELF = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
+
 export function encodeId(id: string): string {
+  if (id.length <= MAX_ENCODED && ENCODES_AS_ITSELF.test(id)) return id;
   if (id.length === 0) throw KnitError.invalid('id', 'must not be empty');
   if (LONE_SURROGATE.test(id)) throw KnitError.invalid('id', `${JSON.stringify(id)} is not well-formed Unicode`);
   let out = '';

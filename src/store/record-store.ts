@@ -107,10 +107,20 @@ export class RecordStore<T> {
   /** On tmpfs the writes are cheaper done synchronously (see onTmpfs). */
   private inMemory = false;
 
+  /** dir with one trailing slash: a record's file is this plus its name (an encoded id has no
+   * '/' and is never "." or ".."), without a path.join per write. */
+  private readonly filePrefix: string;
+
   private constructor(
     readonly dir: string,
     private readonly schema: RecordSchema<T> | undefined,
-  ) {}
+  ) {
+    this.filePrefix = path.join(dir, '/');
+  }
+
+  private fileOf(id: string): string {
+    return this.filePrefix + fileNameOf(id);
+  }
 
   /** Load every record in dir (created if missing). Unreadable, corrupt or invalid files are
    * skipped and reported, not fatal: one bad file must not keep the daemon down. Leftover
@@ -235,7 +245,7 @@ export class RecordStore<T> {
    * read back now, so a document the schema would refuse is never written; without one, JSON
    * that JSON.stringify wrote always reads back, and get() parses it when first asked. */
   private serialize(id: string, doc: T): Serialized<T> {
-    const file = path.join(this.dir, fileNameOf(id));
+    const file = this.fileOf(id);
     const json = JSON.stringify(doc) as string | undefined;
     if (json === undefined) throw new KnitError('INTERNAL', `record ${JSON.stringify(id)} would not load back: it has no JSON form`);
     const text = oneByte(`${json}\n`);
@@ -250,7 +260,7 @@ export class RecordStore<T> {
   remove(id: string): Promise<void> {
     let file: string;
     try {
-      file = path.join(this.dir, fileNameOf(id));
+      file = this.fileOf(id);
     } catch (err) {
       return Promise.reject(err);
     }
