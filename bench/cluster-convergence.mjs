@@ -43,6 +43,7 @@ const { Cleanup } = await built('test/fixtures/cleanup.js');
 const { startService, waitReady } = await built('test/fixtures/service.js');
 const { uniquePrefix, removeNetns } = await built('test/helpers/names.js');
 const { startDaemon, cleanupDaemon, runcAttachReq } = await built('test/helpers/daemon.js');
+const { launcherNodeFlags } = await built('bench/lib/knit-process.js');
 
 const args = process.argv.slice(2);
 // Ascending: the largest step's Nodes stay for the attach and change steps, then go.
@@ -130,7 +131,8 @@ try {
     for (const f of readdirSync(os.tmpdir())) if (f.startsWith(`knit-${kp}-`)) rmSync(path.join(os.tmpdir(), f), { recursive: true, force: true });
   });
   const knit = await startDaemon({
-    prefix: kp, subnet: self.knit.cidr, netns: knitNs,
+    // As the DaemonSet runs it: bin/knit's node flags (its RSS is the footprint figure).
+    prefix: kp, subnet: self.knit.cidr, netns: knitNs, nodeFlags: launcherNodeFlags(),
     config: { logLevel: 'warn', metricsAddress: `127.0.0.1:${METRICS_PORT}`, networks: [{ name: `${P}pods`, ...(CROSS === 'vxlan' ? { mode: 'bridge', bridge: 'cbr0' } : { mode: 'routed' }), ipv4: { subnet: 'node' }, crossNode: CROSS }], cluster: { nodeName: self.knit.name, kubeconfig: knitKubeconfig } },
   });
   cleanup.defer('knit', () => cleanupDaemon(knit, { prefix: kp }));

@@ -17,6 +17,18 @@ export function clusterNodeOf(n: Node): ClusterNode {
   };
 }
 
+/** What the informer keeps of a Node: what clusterNodeOf reads and what the cache needs. A
+ * real Node carries its images, conditions and capacity (kilobytes each); 1,000 of them held
+ * whole would be most of the daemon's heap. */
+export function nodeKept(n: Node): Node {
+  const { name, uid, resourceVersion } = n.metadata;
+  return {
+    metadata: { name, uid, resourceVersion },
+    spec: { podCIDR: n.spec?.podCIDR, podCIDRs: n.spec?.podCIDRs },
+    status: { addresses: n.status?.addresses },
+  };
+}
+
 export class KubeNodes implements NodeSource {
   private readonly listeners: (() => void)[] = [];
   private detail = 'listing nodes';
@@ -46,7 +58,7 @@ export class KubeNodes implements NodeSource {
     const access = loadKubeAccess({ ...(cluster.kubeconfig && { kubeconfig: cluster.kubeconfig }) });
     const client = new KubeClient(access, { userAgent: 'knit/cluster-network' });
     // No informer resync: the controller reconciles every minute on its own (src/daemon/cluster.ts).
-    const informer = new Informer<Node>(client, '/api/v1/nodes');
+    const informer = new Informer<Node>(client, '/api/v1/nodes', { transform: nodeKept });
     return new KubeNodes(access.source, client, informer, log);
   }
 

@@ -17,7 +17,7 @@ export type ChangeKind = 'add' | 'update' | 'delete';
 
 type Named = { metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string } };
 
-export interface InformerOptions {
+export interface InformerOptions<T = unknown> {
   labelSelector?: string;
   fieldSelector?: string;
   /** Every resyncMs, onChange('update', obj, obj) for every cached object: a nudge to
@@ -26,6 +26,10 @@ export interface InformerOptions {
   backoff?: BackoffPolicy;
   /** Objects per list page. */
   pageSize?: number;
+  /** Trims each object before it is cached (client-go's SetTransform): a Node is kilobytes of
+   * status a reader may never look at, times every node of the cluster. The result must keep
+   * metadata's name, namespace, uid and resourceVersion. */
+  transform?: (obj: T) => T;
 }
 
 /** The server ends each watch after 5 to 10 minutes (as client-go's reflectors ask), so
@@ -48,7 +52,7 @@ export class Informer<T extends Named> {
   constructor(
     private readonly client: KubeClient,
     private readonly path: string,
-    private readonly opts: InformerOptions = {},
+    private readonly opts: InformerOptions<T> = {},
   ) {}
 
   onChange(fn: (kind: ChangeKind, obj: T, old?: T) => void): void {
@@ -151,6 +155,8 @@ export class Informer<T extends Named> {
       { signal },
     );
     this.eventsSinceList = 0;
+    const trim = this.opts.transform;
+    if (trim) for (let i = 0; i < items.length; i++) items[i] = trim(items[i]!);
     const diff = diffRelist(this.cache, items);
     this.cache.clear();
     for (const obj of items) this.cache.set(objectKey(obj), obj);
@@ -184,13 +190,14 @@ export class Informer<T extends Named> {
     const rv = obj?.metadata?.resourceVersion;
     if (event.type === 'BOOKMARK') return rv;
     const key = objectKey(obj);
+    const kept = this.opts.transform ? this.opts.transform(obj) : obj;
     const old = this.cache.get(key);
     if (event.type === 'DELETED') {
       this.cache.delete(key);
-      this.emit('delete', obj, undefined);
+      this.emit('delete', kept, undefined);
     } else {
-      this.cache.set(key, obj);
-      this.emit(old ? 'update' : 'add', obj, old);
+      this.cache.set(key, kept);
+      this.emit(old ? 'update' : 'add', kept, old);
     }
     return rv;
   }

@@ -25,6 +25,8 @@ export interface DaemonOptions {
   /** Run the daemon inside this netns (by name, `ip netns exec`): what it makes on "the host"
    * (and what CNI plugins such as portmap and firewall add to iptables) stays in there. */
   netns?: string;
+  /** Node flags before the CLI (bin/knit's, say); default none: node's own settings. */
+  nodeFlags?: string[];
 }
 
 export type Call = <T = any>(method: string, req?: object) => Promise<T>;
@@ -93,7 +95,7 @@ process.once('exit', () => {
 
 async function launch(o: DaemonOptions, dir: string, configPath: string, env: Record<string, string> = {}): Promise<Daemon> {
   const cfg = daemonConfig(o, dir);
-  const argv = [process.execPath, CLI, 'serve', '--config', configPath];
+  const argv = [process.execPath, ...(o.nodeFlags ?? []), CLI, 'serve', '--config', configPath];
   // `ip netns exec` execs the daemon in place: the child's PID is the daemon's.
   const [cmd, ...args] = o.netns ? ['ip', 'netns', 'exec', o.netns, ...argv] : argv;
   const child = spawn(cmd, args, {

@@ -9,7 +9,7 @@ import { nodeNetworks } from '../../src/cluster/node-networks.js';
 import { planNetwork } from '../../src/cluster/plan.js';
 import { reconcile, peersInPlace, type KernelView } from '../../src/cluster/reconcile.js';
 import { masqueradeRuleset } from '../../src/cluster/masquerade.js';
-import { clusterNodeOf } from '../../src/daemon/kube-nodes.js';
+import { clusterNodeOf, nodeKept } from '../../src/daemon/kube-nodes.js';
 import { vtepDrift } from '../../src/daemon/cluster-kernel.js';
 import { vtepMac, ROUTE_PROTOCOL } from '../../src/base/names.js';
 import type { ClusterNode } from '../../src/cluster/types.js';
@@ -149,4 +149,20 @@ test('vtepDrift names each VXLAN setting the kernel\'s VTEP no longer shares wit
   t.deepEqual(vtepDrift(vtep({ vni: 1, port: 8472 }), want, links), ['vni 1 → 7', 'port 8472 → 4789']);
   t.deepEqual(vtepDrift(vtep({ local: '192.168.1.9', dev: 3 }), want, links), ['local 192.168.1.9 → 192.168.1.1', 'dev eth1 → eth0']);
   t.deepEqual(vtepDrift(vtep({ dev: 44 }), want, links), ['dev ifindex 44 → eth0'], 'an underlay that is gone is named by its index');
+});
+
+test('the Node informer keeps only what the cluster view reads: clusterNodeOf sees the same node, the images and conditions are gone', (t) => {
+  const full = {
+    metadata: { name: 'n1', uid: 'u1', resourceVersion: '7', labels: { a: 'b' }, managedFields: [{ manager: 'kubelet' }] },
+    spec: { podCIDR: '10.1.0.0/24', podCIDRs: ['10.1.0.0/24', 'fd00:1::/64'], providerID: 'x' },
+    status: {
+      addresses: [{ type: 'InternalIP', address: '192.168.1.1' }, { type: 'Hostname', address: 'n1' }],
+      conditions: [{ type: 'Ready', status: 'True' as const }],
+      images: Array.from({ length: 50 }, (_, i) => ({ names: [`registry.example/image-${i}:v1`], sizeBytes: 1000 })),
+    },
+  };
+  const kept = nodeKept(full as any);
+  t.deepEqual(clusterNodeOf(kept), clusterNodeOf(full as any));
+  t.deepEqual(kept.metadata, { name: 'n1', uid: 'u1', resourceVersion: '7' }, 'what the informer\'s cache and relist diff need');
+  t.true(JSON.stringify(kept).length * 10 < JSON.stringify(full).length);
 });
