@@ -131,8 +131,9 @@ try {
     for (const f of readdirSync(os.tmpdir())) if (f.startsWith(`knit-${kp}-`)) rmSync(path.join(os.tmpdir(), f), { recursive: true, force: true });
   });
   const knit = await startDaemon({
-    // As the DaemonSet runs it: bin/knit's node flags (its RSS is the footprint figure).
-    prefix: kp, subnet: self.knit.cidr, netns: knitNs, nodeFlags: launcherNodeFlags(),
+    // As the DaemonSet runs it: bin/knit's node flags (its RSS is the footprint figure), or
+    // KNIT_NODE_FLAGS's.
+    prefix: kp, subnet: self.knit.cidr, netns: knitNs, nodeFlags: process.env.KNIT_NODE_FLAGS !== undefined ? process.env.KNIT_NODE_FLAGS.split(/\s+/).filter(Boolean) : launcherNodeFlags(),
     config: { logLevel: 'warn', metricsAddress: `127.0.0.1:${METRICS_PORT}`, networks: [{ name: `${P}pods`, ...(CROSS === 'vxlan' ? { mode: 'bridge', bridge: 'cbr0' } : { mode: 'routed' }), ipv4: { subnet: 'node' }, crossNode: CROSS }], cluster: { nodeName: self.knit.name, kubeconfig: knitKubeconfig } },
   });
   cleanup.defer('knit', () => cleanupDaemon(knit, { prefix: kp }));

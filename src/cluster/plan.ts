@@ -43,19 +43,25 @@ export interface NetworkPlan {
   problem?: string;
 }
 
-/** The host link holding an address whose prefix contains ip: where ip is on-link. */
-function linkFor(ip: string, addrs: AddrInfo[], names: Map<number, string>): string | undefined {
-  const target = tryParseIp(ip);
-  if (!target) return undefined;
-  for (const a of addrs) {
-    if (a.family !== target.family || a.scope !== 'global') continue;
+/** Where an address is on-link: the host link holding an address whose prefix contains it.
+ * The host's prefixes are parsed once per plan, not once per peer (a plan covers every node
+ * of the cluster, and the parse is bigint arithmetic). */
+function onLinkResolver(addrs: AddrInfo[], names: Map<number, string>): (ip: string) => string | undefined {
+  const prefixes = addrs.flatMap((a) => {
+    if (a.scope !== 'global') return [];
     const subnet = tryParseCidr(`${a.address}/${a.prefixLen}`);
-    if (subnet && cidrContains(subnet, target)) return names.get(a.index);
-  }
-  return undefined;
+    return subnet ? [{ subnet, link: names.get(a.index) }] : [];
+  });
+  return (ip) => {
+    const target = tryParseIp(ip);
+    return target && prefixes.find((p) => cidrContains(p.subnet, target))?.link;
+  };
 }
 
-const familyOf = (cidr: string) => parseCidr(cidr).family;
+/** The family of an address or CIDR already known to parse (a node's podCIDRs, InternalIPs). */
+const familyOfText = (text: string): IpFamily => (text.includes(':') ? 6 : 4);
+
+const familyOf = familyOfText;
 
 export function planNetwork(o: {
   net: NetworkConfig;
@@ -75,10 +81,11 @@ export function planNetwork(o: {
   const families = (net.nodeSubnet ?? []) as IpFamily[];
   const peers = o.nodes.filter((n) => n.name !== self?.name).sort((a, b) => a.name.localeCompare(b.name));
   const subnetsOf = (n: ClusterNode) => families.map((f) => podCidrOf(n, f)).filter((c): c is string => !!c);
+  const linkFor = onLinkResolver(o.addrs, o.linkNames);
 
   // The links this node's own addresses sit on carry the cluster's traffic, and the replies to
   // what leaves the cluster come back by the default routes' links: these forward.
-  for (const link of [...(self?.internalIPs ?? []).map((ip) => linkFor(ip, o.addrs, o.linkNames)), ...(net.masquerade ? o.defaultLinks ?? [] : [])]) {
+  for (const link of [...(self?.internalIPs ?? []).map(linkFor), ...(net.masquerade ? o.defaultLinks ?? [] : [])]) {
     if (link && !plan.forwarding.includes(link)) plan.forwarding.push(link);
   }
   if (net.crossNode === 'none' || !net.crossNode) {
@@ -93,13 +100,13 @@ export function planNetwork(o: {
       const problems: string[] = [];
       for (const dst of subnets) {
         const family = familyOf(dst);
-        const via = peer.internalIPs.find((ip) => tryParseIp(ip)?.family === family);
+        const via = peer.internalIPs.find((ip) => familyOfText(ip) === family);
         if (!via) {
           problems.push(`no IPv${family} InternalIP for ${dst}`);
           continue;
         }
         status.via = status.via ?? via;
-        const link = linkFor(via, o.addrs, o.linkNames);
+        const link = linkFor(via);
         if (!link) {
           problems.push(`${via} is not on a link of this node (crossNode "routes" needs the nodes on one segment; "vxlan" or BGP reach it)`);
           continue;
@@ -116,7 +123,7 @@ export function planNetwork(o: {
 
   // vxlan
   const local = self && underlayIp(self);
-  const dev = local && linkFor(local, o.addrs, o.linkNames);
+  const dev = local && linkFor(local);
   const vx = net.vxlan!;
   if (!self || !local || !dev) {
     plan.problem = !self ? 'this node is not in the cluster view' : !local ? 'this node has no InternalIP' : `this node's InternalIP ${local} is on no link here`;
@@ -134,7 +141,7 @@ export function planNetwork(o: {
   const underlay = tryParseIp(local)!.family;
   for (const peer of peers) {
     const subnets = subnetsOf(peer);
-    const remote = peer.internalIPs.find((ip) => tryParseIp(ip)?.family === underlay);
+    const remote = peer.internalIPs.find((ip) => familyOfText(ip) === underlay);
     const status: NetworkPlan['peers'][number] = { node: peer.name, subnets, inPlace: false, routes: [], ...(remote && { via: remote }) };
     if (!remote || !subnets.length) {
       status.problem = !remote ? `no IPv${underlay} InternalIP (this node's VXLAN runs over IPv${underlay})` : 'no podCIDR';

@@ -3,7 +3,9 @@
 // Kubernetes API's Node list and watch (src/daemon/kube-nodes.ts); the reconciler cannot tell.
 import type { ClusterPeerStatus } from '../base/types.js';
 
-/** One node: Node.metadata.name, .spec.podCIDRs, the InternalIP entries of .status.addresses. */
+/** One node: Node.metadata.name, .spec.podCIDRs, the InternalIP entries of .status.addresses.
+ * Every source hands out only CIDRs and addresses that parse (the config's schema, or
+ * clusterNodeOf for the API's), so planning tells a family by its text alone. */
 export interface ClusterNode {
   name: string;
   podCIDRs: string[];

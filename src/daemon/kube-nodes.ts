@@ -7,14 +7,24 @@ import type { Logger } from 'pino';
 import type { ClusterSettings } from '../config/index.js';
 import type { ClusterNode, NodeSource, NodeSourceState } from '../cluster/types.js';
 import type { Informer, KubeClient, Node } from '../kube/index.js';
+import { tryParseCidr, tryParseIp } from '../ipam/ip.js';
 
-/** The fields knit reads of a Node. */
+/** The fields knit reads of a Node; a podCIDR or an InternalIP that does not parse is left out
+ * (the API server does not check every address a kubelet or a cloud provider reports). */
 export function clusterNodeOf(n: Node): ClusterNode {
   return {
     name: n.metadata.name,
-    podCIDRs: n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []),
-    internalIPs: (n.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address),
+    podCIDRs: (n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : [])).filter((c) => tryParseCidr(c)),
+    internalIPs: (n.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' && tryParseIp(a.address)).map((a) => a.address),
   };
+}
+
+/** clusterNodeOf, once per version of a Node (the informer hands out the same object until it changes). */
+const viewOf = new WeakMap<Node, ClusterNode>();
+function clusterNodeCached(n: Node): ClusterNode {
+  let view = viewOf.get(n);
+  if (!view) viewOf.set(n, (view = clusterNodeOf(n)));
+  return view;
 }
 
 /** What the informer keeps of a Node: what clusterNodeOf reads and what the cache needs. A
@@ -41,7 +51,7 @@ export class KubeNodes implements NodeSource {
   ) {
     informer.onChange((kind, obj, old) => {
       // A Node changes often (status heartbeats, conditions): only its podCIDRs and InternalIPs matter here.
-      if (kind === 'update' && old && JSON.stringify(clusterNodeOf(obj)) === JSON.stringify(clusterNodeOf(old))) return;
+      if (kind === 'update' && old && JSON.stringify(clusterNodeCached(obj)) === JSON.stringify(clusterNodeCached(old))) return;
       this.emit();
     });
     informer.onState((state, detail) => {
@@ -76,7 +86,7 @@ export class KubeNodes implements NodeSource {
   }
 
   nodes(): ClusterNode[] {
-    return this.informer.list().map(clusterNodeOf);
+    return this.informer.list().map(clusterNodeCached);
   }
 
   onChange(fn: () => void): void {

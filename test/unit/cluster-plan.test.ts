@@ -166,3 +166,8 @@ test('the Node informer keeps only what the cluster view reads: clusterNodeOf se
   t.deepEqual(kept.metadata, { name: 'n1', uid: 'u1', resourceVersion: '7' }, 'what the informer\'s cache and relist diff need');
   t.true(JSON.stringify(kept).length * 10 < JSON.stringify(full).length);
 });
+
+test('a Node\'s podCIDR or InternalIP that does not parse stays out of the cluster view (the API server does not check them all)', (t) => {
+  const n = { metadata: { name: 'n1' }, spec: { podCIDRs: ['10.1.0.0/24', 'fd00:1::/200'] }, status: { addresses: [{ type: 'InternalIP', address: '192.168.1.300' }, { type: 'InternalIP', address: 'fd6b::1' }] } };
+  t.deepEqual(clusterNodeOf(n as any), { name: 'n1', podCIDRs: ['10.1.0.0/24'], internalIPs: ['fd6b::1'] });
+});
