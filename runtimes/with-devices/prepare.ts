@@ -8,7 +8,7 @@ import { hasPfSettings } from '../../src/devices/params.js';
 import { readRdmaNetnsMode, type PciNetDevice } from '../../src/devices/inventory.js';
 import { groupBlockers } from '../../src/devices/vfio.js';
 import { captureVfState, pfQueryOp } from '../../src/devices/netdev-state.js';
-import { parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
+import { bdfOf, parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
 import { Sysfs } from '../../src/devices/sysfs.js';
 import { VFIO_DRIVER } from '../../src/devices/vfio.js';
 import { findLinkIn } from '../../src/net/find-link.js';
@@ -28,15 +28,17 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
   const p = ref.parameters;
   const sysfs = new Sysfs(ctx.sysfsRoot);
 
-  const named = await resolveDevice(sysfs, ref, { field });
-  const bdf = named.pciAddress;
+  // A netdev name leads to its PCI address through sysfs; a BDF or a DRA name is one already,
+  // so the device is read once, under the lock.
+  const spelled = bdfOf(ref);
+  const bdf = spelled ?? (await resolveDevice(sysfs, ref, { field })).pciAddress;
   const claimer = ctx.lock(bdf);
   if (claimer === input.sandboxId) throw KnitError.invalid(field, `names PCI device ${bdf}, which another interface of this request names too`);
   if (claimer !== undefined) throw precondition(field, `PCI device ${bdf} is being attached to sandbox ${claimer} right now`);
   const holder = ctx.holderOf(bdf);
   if (holder) throw precondition(field, `PCI device ${bdf} is held by sandbox ${holder}; detach that sandbox first`);
-  // Read again under the lock: the device may have changed hands while we waited.
-  const dev = await resolveDevice(sysfs, { by: 'bdf', bdf, parameters: p }, { field });
+  // Read (again) under the lock: the device may have changed hands while we waited.
+  const dev = await resolveDevice(sysfs, spelled ? ref : { by: 'bdf', bdf, parameters: p }, { field });
 
   const prepared: PreparedDevice = {
     index, ref, pciAddress: bdf, draName: dev.name, kind: dev.kind, sysfsRoot: sysfs.root,

@@ -119,10 +119,10 @@ function hexId(text: string | undefined, width: number): string | undefined {
 /** The facts about any PCI function that VFIO and the inventory need; undefined if absent. */
 export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<PciFunction | undefined> {
   const dir = devDir(bdf);
-  const real = await sysfs.realpath(dir);
-  if (real === undefined) return undefined;
-  const [classCode, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
+  // All at once: a device that does not exist answers undefined to every read.
+  const [real, classCode, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
     await Promise.all([
+      sysfs.realpath(dir),
       readClass(sysfs, bdf),
       sysfs.read(`${dir}/vendor`).then((v) => hexId(v, 4)),
       sysfs.read(`${dir}/device`).then((v) => hexId(v, 4)),
@@ -133,6 +133,7 @@ export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<Pc
       sysfs.readInt(`${dir}/numa_node`),
       sysfs.linkName(`${dir}/iommu_group`),
     ]);
+  if (real === undefined) return undefined;
   const fn: PciFunction = { pciAddress: bdf };
   if (classCode) fn.classCode = classCode;
   if (vendorId) fn.vendorId = vendorId;
@@ -151,15 +152,16 @@ export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<Pc
 
 /** One PCI network function by BDF (no scan); undefined if there is no such PCI device. */
 export async function describeDevice(sysfs: Sysfs, bdf: string): Promise<PciNetDevice | undefined> {
-  const fn = await describePciFunction(sysfs, bdf);
-  if (!fn) return undefined;
   const dir = devDir(bdf);
-  const [netdevs, rdma, totalVfs, physfn] = await Promise.all([
+  // One wave of reads, not one after another: the attach waits for them.
+  const [fn, netdevs, rdma, totalVfs, physfn] = await Promise.all([
+    describePciFunction(sysfs, bdf),
     readNetdevs(sysfs, dir),
     readRdma(sysfs, dir),
     sysfs.readInt(`${dir}/sriov_totalvfs`),
     sysfs.linkName(`${dir}/physfn`),
   ]);
+  if (!fn) return undefined;
   const dev: PciNetDevice = { ...fn, name: draDeviceName(bdf), kind: 'nic', netdevs };
   if (rdma) dev.rdma = rdma;
   if (physfn) {

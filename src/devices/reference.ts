@@ -75,6 +75,13 @@ export interface ResolveOptions {
   field?: string;
 }
 
+/** The PCI address a reference spells out (a BDF, or a DRA name decoding to one), without a
+ * read; undefined for a netdev name, which only sysfs can map, or a name knit did not make. */
+export function bdfOf(ref: DeviceRef): string | undefined {
+  if (ref.by === 'bdf') return ref.bdf;
+  return ref.by === 'claim' ? bdfFromDraDeviceName(ref.device) : undefined;
+}
+
 /** The PCI network function a reference names, read fresh from sysfs. */
 export async function resolveDevice(sysfs: Sysfs, ref: DeviceRef, opts: ResolveOptions = {}): Promise<PciNetDevice> {
   const field = opts.field ?? 'device';
