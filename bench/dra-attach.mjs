@@ -54,8 +54,7 @@ try {
   cleanups.push(() => net.close());
 
   // Where the VF attach's time goes: when its move (the host batch that moves a link into a
-  // netns) starts and ends, and how long the other netlink batches take in all (eth0's run
-  // beside the move).
+  // netns) starts and ends, and how long the other netlink batches take in all.
   let trace;
   const isMove = (ns, ops) => ns === undefined && ops.some((o) => o.op === 'link.set' && o.netns);
   const traced = async (ns, ops) => {
@@ -176,7 +175,7 @@ try {
   console.log(`\nthe device path's extra time ÷ the floor of its extra requests: ${(extra / mf('total')).toFixed(2)}`);
   console.log('\n| the VF attach, in time order | ms (median) |');
   console.log('|---|---:|');
-  console.log(`| before the VF's move starts (device reads, plan, journal, device claim) | ${md('beforeMove').toFixed(2)} |`);
+  console.log(`| before the VF's move starts (device reads, plan, journal, eth0's batches, device claim) | ${md('beforeMove').toFixed(2)} |`);
   console.log(`| the VF's rename + move (one host batch) | ${md('move').toFixed(2)} |`);
   console.log(`| after the move (the VF's address, up, route; the attached record) | ${md('afterMove').toFixed(2)} |`);
   console.log(`| (the other netlink batches in all: reads, eth0's, the VF's in the pod) | ${md('netlink').toFixed(2)} |`);

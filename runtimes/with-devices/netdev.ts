@@ -11,8 +11,6 @@
 //                                                           move flushes addresses and routes)
 //   RDMA          exclusive mode: move the RDMA device    undo: move it back
 //
-// These steps are a lane of their own (Step.lane): an attach runs them beside the pod's veth
-// work, so the move's wait for an RCU grace period in the kernel overlaps it.
 // Detach runs the inverses in reverse: RDMA first, then the netdev, then the PF side. The
 // move back happens from inside the sandbox; when the sandbox netns is already gone those
 // inverses are skipped and the kernel has returned the VF to the host as dev<ifindex>, which
@@ -81,8 +79,7 @@ export function planNetdev(input: InterfaceInput, d: PreparedDevice): InterfaceP
   const hardwareAddress = mac ?? orig.mac ?? '';
   const rdma = rdmaHandoff(d, moveRdma);
   return {
-    // Its own lane: these touch only this device, so they run beside the pod's veth work.
-    steps: steps.map((s) => ({ ...s, lane: d.pciAddress })),
+    steps,
     interfaces: [
       {
         name,

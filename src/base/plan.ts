@@ -24,10 +24,6 @@ export interface Step {
   /** The sandbox interface (request name) this step belongs to: what RemoveInterface takes
    * back. Absent in records written before interfaces could be hot-plugged. */
   iface?: string;
-  /** Steps of one lane touch only that lane's objects (a device and what it becomes in the
-   * sandbox), so an attach runs them, in order, beside the rest of its plan (core/executor.ts).
-   * Absent: the plan's main lane. An older knit runs them in plan order, which is also right. */
-  lane?: string;
 }
 
 export const isHostAction = (a: StepAction): a is HostAction =>

@@ -18,11 +18,8 @@ export interface ActionRunner {
   hostPortTables?(): Promise<string[]>;
 }
 
-/** Raised when step `stepIndex` failed; steps before it took effect, or, when lanes ran side
- * by side, exactly the steps `ran` lists (in plan order). */
+/** Raised when step `stepIndex` failed; steps before it took effect. */
 export class StepFailed extends Error {
-  ran?: Step[];
-
   constructor(
     readonly stepIndex: number,
     readonly step: Step,
@@ -72,13 +69,8 @@ async function runBatch(runner: ActionRunner, b: Batch): Promise<OpResult[]> {
   return runner.runOps(b.netns, b.actions as Op[]);
 }
 
-/** Runs every step; returns one result per step. With `lanes`, the steps of each lane
- * (Step.lane) run in order beside the other lanes: a VF's move into the sandbox waits out an RCU
- * grace period in the kernel while the pod's veth is made. A failpoint keeps plan order, so
- * "before step n" keeps its meaning for the crash tests. */
-export async function runSteps(steps: Step[], runner: ActionRunner, failpoint?: Failpoint, lanes = false): Promise<OpResult[]> {
-  const split = lanes && !failpoint ? laneIndices(steps) : [];
-  if (split.length > 1) return runLanes(steps, split, runner);
+/** Runs every step; returns one result per step. */
+export async function runSteps(steps: Step[], runner: ActionRunner, failpoint?: Failpoint): Promise<OpResult[]> {
   const results: OpResult[] = [];
   for (const b of batches(steps.map((s) => ({ netns: s.netns, action: s.do })), failpoint?.index)) {
     if (b.start === failpoint?.index) failpoint.fire();
@@ -90,49 +82,6 @@ export async function runSteps(steps: Step[], runner: ActionRunner, failpoint?: 
     }
   }
   if (failpoint?.index === steps.length) failpoint.fire(); // all done, not yet recorded as done
-  return results;
-}
-
-/** Step indices by lane, the main lane (no Step.lane) first; each in plan order. */
-function laneIndices(steps: Step[]): number[][] {
-  const byLane = new Map<string | undefined, number[]>([[undefined, []]]);
-  steps.forEach((s, i) => {
-    let lane = byLane.get(s.lane);
-    if (!lane) byLane.set(s.lane, (lane = []));
-    lane.push(i);
-  });
-  return [...byLane.values()].filter((l) => l.length);
-}
-
-/** The lanes side by side. A lane stops at its first failure; the others run to their end, as
- * a lane is a unit: stopped between two of its batches it could leave a change whose inverse
- * sits on a later step (a device's move, undone by the step that finds it in the sandbox).
- * The first failure is thrown, listing every step that took effect, for the rollback. */
-async function runLanes(steps: Step[], lanes: number[][], runner: ActionRunner): Promise<OpResult[]> {
-  const results: OpResult[] = new Array(steps.length);
-  const ran = new Set<number>();
-  let failed: StepFailed | undefined;
-  await Promise.all(
-    lanes.map(async (lane) => {
-      for (const b of batches(lane.map((i) => ({ netns: steps[i].netns, action: steps[i].do })))) {
-        try {
-          (await runBatch(runner, b)).forEach((r, k) => {
-            results[lane[b.start + k]] = r;
-            ran.add(lane[b.start + k]);
-          });
-        } catch (err) {
-          const at = b.start + ((err as { index?: number }).index ?? 0);
-          for (let k = b.start; k < at; k++) ran.add(lane[k]);
-          failed ??= new StepFailed(lane[at], steps[lane[at]], err);
-          return;
-        }
-      }
-    }),
-  );
-  if (failed) {
-    failed.ran = [...ran].sort((x, y) => x - y).map((i) => steps[i]);
-    throw failed;
-  }
   return results;
 }
 

@@ -181,8 +181,7 @@ export class SandboxManager implements SandboxService {
     let parts = plannedParts;
     let attachedWrite: PreparedPut | undefined;
     try {
-      // A device's lane runs beside the rest unless a CNI chain, which may look at every link, is in the plan.
-      const running = runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint, !hasChain(steps));
+      const running = runSteps(steps, this.deps.runner, this.deps.hooks?.attachFailpoint);
       // Without a CNI chain the plan's result is the answer, so the 'attached' record is
       // serialized while the first batch is with the kernel and the JS thread would only wait.
       if (!hasChain(steps)) attachedWrite = this.deps.records.prepare?.(req.sandboxId, attachedRecord(record, result, parts));
@@ -195,9 +194,7 @@ export class SandboxManager implements SandboxService {
     } catch (err) {
       const failedAt = err instanceof StepFailed ? err.stepIndex : steps.length;
       const failure = planRunError(err);
-      // Lanes side by side: the steps that ran are not a prefix of the plan.
-      const ran = err instanceof StepFailed ? err.ran : undefined;
-      await this.rollback(ran ? { ...record, steps: ran } : record, ran ? ran.length : Math.max(done, failedAt)).catch((rb: KnitError) => {
+      await this.rollback(record, Math.max(done, failedAt)).catch((rb: KnitError) => {
         throw new KnitError('INTERNAL', `${failure.message}; then ${rb.message}`, { cause: failure });
       });
       throw failure;

@@ -187,14 +187,14 @@ test('a runc pod\'s Attach naming its UID gets the prepared VF netdev with the c
   t.deepEqual(vfState(vf.name), before);
 });
 
-test('the VF\'s steps are a lane of their own, run beside eth0\'s: a refusal at any step of either takes back exactly what ran, leaving the VF in the host as it was and nothing in the pod or the host; then the attach succeeds (stand-in hardware: veth as VF netdev, simulated sysfs)', async (t) => {
+test('a kernel refusal at any step of a pod\'s attach with a claimed VF takes back what ran: the VF in the host as it was, nothing in the pod or the host, no record; then the attach succeeds (stand-in hardware: veth as VF netdev, simulated sysfs)', async (t) => {
   const env = await setUp(t, 'kdr5', 55, 1, { reap: true });
   const vf = env.s.vfs[0]!;
   const before = vfState(vf.name);
   // This sandbox's own host links (knit tags them with its ID); the file's other tests run beside.
   const hostLinks = () => ipJson(['link', 'show']).filter((l: any) => l.ifalias?.includes('sandbox=kdr5-sb')).map((l: any) => l.ifname);
   const podLinks = () => ipJson(['link', 'show'], env.pod).map((l: any) => l.ifname).sort();
-  const ref = env.claim({ name: 'lane-nic', uid: CLAIM_UID(5), podUid: POD_UID(5), results: [{ device: standInDevice(0) }], config: [{ parameters: PARAMS }] });
+  const ref = env.claim({ name: 'refused-nic', uid: CLAIM_UID(5), podUid: POD_UID(5), results: [{ device: standInDevice(0) }], config: [{ parameters: PARAMS }] });
   t.is((await env.kubelet.prepare([ref])).claims[CLAIM_UID(5)]!.error, '');
   // A static address for eth0, so that every attach's plan is the same, step for step.
   const req = attachReq(env, 'kdr5-sb', POD_UID(5), { interfaces: [{ name: 'eth0', network: 'pods', ips: ['10.239.55.10/24'] }] });
@@ -202,8 +202,7 @@ test('the VF\'s steps are a lane of their own, run beside eth0\'s: a refusal at 
   await env.service.attach(req);
   t.is(hostLinks().length, 1, 'the observer sees the sandbox\'s host end while attached');
   const steps = env.records.get('kdr5-sb')!.steps;
-  t.deepEqual([...new Set(steps.map((s) => s.lane))], [undefined, vf.bdf], 'eth0\'s steps in the main lane, the VF\'s in its own');
-  t.deepEqual(steps.filter((s) => s.lane).map((s) => s.iface), steps.filter((s) => s.lane).map(() => 'net1'));
+  t.deepEqual([...new Set(steps.map((s) => s.iface))], ['eth0', 'net1'], 'eth0\'s steps, then the VF\'s');
   await env.service.detach('kdr5-sb');
 
   for (const [k, step] of steps.entries()) {

@@ -68,47 +68,6 @@ test('a failure at op k of a batch is StepFailed at that step; nothing after it 
   }
 });
 
-const inLane = (lane: string, s: Step): Step => ({ ...s, lane });
-
-test('with lanes, each lane runs in plan order beside the others, results in plan order; without them, or with a failpoint, the plan runs in order', async (t) => {
-  const steps = [addr('m1', A), nft('t1'), inLane('vf', addr('x1')), addr('m2', A), inLane('vf', addr('x2', B)), inLane('vf', addr('x3', B))];
-  const runner = new FakeRunner();
-  const results = await runSteps(steps, runner, undefined, true);
-  // The VF's lane starts with the plan, not after the main lane's last batch.
-  t.deepEqual(shape(runner), [`ops@${A}x1`, 'ops@hostx1', 'host@hostx1', `ops@${B}x2`, `ops@${A}x1`]);
-  const order = (names: string[]) => runner.applied.map((x) => (x.action as { link?: string }).link ?? 't1').filter((n) => names.includes(n));
-  t.deepEqual(order(['m1', 't1', 'm2']), ['m1', 't1', 'm2'], 'the main lane in plan order');
-  t.deepEqual(order(['x1', 'x2', 'x3']), ['x1', 'x2', 'x3'], 'the VF\'s lane in plan order');
-  t.is(results.length, steps.length);
-  t.true(results.every((r) => r !== undefined), 'one result per step');
-
-  for (const [how, run] of [
-    ['lanes off', (r: FakeRunner) => runSteps(steps, r)],
-    ['a failpoint', (r: FakeRunner) => runSteps(steps, r, { index: 99, fire: () => undefined }, true)],
-  ] as const) {
-    const r = new FakeRunner();
-    await run(r);
-    t.deepEqual(r.applied.map((x) => x.action), steps.map((s) => s.do), `${how}: plan order`);
-  }
-});
-
-test('a failure in one lane stops that lane; the others run to their end; StepFailed names the failure and lists exactly the steps that took effect', async (t) => {
-  const steps = [addr('m1', A), nft('t1'), nft('t2'), addr('m2', A), inLane('vf', addr('x1')), inLane('vf', addr('x2', B)), inLane('vf', addr('x3'))];
-  for (const failing of ['m1', 't2', 'x1', 'x2', 'x3']) {
-    const runner = new FakeRunner().failEvery((a) => ((a as { link?: string }).link ?? (a as { table?: string }).table) === failing, 'ENODEV');
-    const err = await t.throwsAsync(runSteps(steps, runner, undefined, true), { instanceOf: StepFailed });
-    const at = steps.findIndex((s) => s.description.endsWith(` ${failing}`));
-    t.is(err!.stepIndex, at, `failure of ${failing}`);
-    const applied = runner.applied.map((x) => x.action);
-    t.deepEqual(err!.ran, steps.filter((s) => applied.includes(s.do)), `${failing}: ran lists what took effect, in plan order`);
-    const lane = steps[at].lane;
-    const after = steps.slice(at + 1).filter((s) => s.lane === lane);
-    t.false(after.some((s) => applied.includes(s.do)), `${failing}: nothing after it in its lane ran`);
-    const others = steps.filter((s) => s.lane !== lane);
-    t.deepEqual(others.filter((s) => applied.includes(s.do)), others, `${failing}: the other lane ran to its end`);
-  }
-});
-
 test('undo runs the inverses of steps [0, count) in reverse, tolerant, skipping steps without one', async (t) => {
   const dies: Step = { description: 'route via a1', netns: A, do: { op: 'route.add', dst: '10.188.1.0/24', link: 'a1' } };
   const steps = [nft('t0'), addr('a1', A), dies, addr('a2', A), addr('never', A)];
