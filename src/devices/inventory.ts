@@ -217,10 +217,29 @@ async function readVfs(sysfs: Sysfs, pfDir: string): Promise<string[]> {
   return vfs;
 }
 
+/** Bus, device and function as one 16-bit number (the PCIe routing ID); NaN if not a BDF. */
+function routingId(bdf: string): number {
+  const m = /^[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$/.exec(bdf);
+  return m ? (parseInt(m[1]!, 16) << 8) | (parseInt(m[2]!, 16) << 3) | Number(m[3]) : NaN;
+}
+
+/** A VF's index on its PF. VF n's routing ID is the PF's plus First VF Offset plus n times VF
+ * Stride (the PF's SR-IOV capability, in sysfs as sriov_offset and sriov_stride; the kernel's
+ * pci_iov_virtfn_devfn), so one link confirms it, where a search reads every virtfnN link (a
+ * PF may have 128); without those files, or if the link disagrees, the search. -1: not its VF. */
+async function vfIndexOn(sysfs: Sysfs, bdf: string, pfBdf: string): Promise<number> {
+  const pfDir = devDir(pfBdf);
+  const [offset, stride] = await Promise.all([sysfs.readInt(`${pfDir}/sriov_offset`), sysfs.readInt(`${pfDir}/sriov_stride`)]);
+  if (offset !== undefined && stride && bdf.slice(0, 4) === pfBdf.slice(0, 4)) {
+    const n = (routingId(bdf) - routingId(pfBdf) - offset) / stride;
+    if (Number.isInteger(n) && n >= 0 && (await sysfs.linkName(`${pfDir}/virtfn${n}`)) === bdf) return n;
+  }
+  return (await readVfs(sysfs, pfDir)).indexOf(bdf);
+}
+
 async function readVfLink(sysfs: Sysfs, bdf: string, pfBdf: string): Promise<NonNullable<PciNetDevice['vf']>> {
   const pfDir = devDir(pfBdf);
-  const [vfs, pfNet] = await Promise.all([readVfs(sysfs, pfDir), sysfs.list(`${pfDir}/net`)]);
-  const index = vfs.indexOf(bdf);
+  const [index, pfNet] = await Promise.all([vfIndexOn(sysfs, bdf, pfBdf), sysfs.list(`${pfDir}/net`)]);
   if (index < 0) throw new Error(`${sysfs.path(devDir(bdf))}: VF is not listed by any virtfnN link of its PF ${pfBdf}`);
   const vf: NonNullable<PciNetDevice['vf']> = { pfPciAddress: pfBdf, index };
   if (pfNet[0]) vf.pfName = pfNet[0];
