@@ -61,7 +61,11 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
 export async function captureNetdev(ctx: Pick<PrepareContext, 'runOps'>, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
   const sysfsNetdev = dev.netdevs[0];
   if (!sysfsNetdev) return;
-  const link = await findLinkIn(ctx.runOps, undefined, sysfsNetdev.name);
+  // Both reads at once (one hop, not two); the addresses count only once the link is this device.
+  const found = findLinkIn(ctx.runOps, undefined, sysfsNetdev.name);
+  const listed = ctx.runOps(undefined, [{ op: 'addr.list', link: sysfsNetdev.name }]).then(([r]) => r.addrs ?? [], (err: Error) => err);
+  const link = await found;
+  const addrs = await listed;
   if (!link) throw precondition(field, `sysfs lists netdev ${sysfsNetdev.name} for ${dev.pciAddress}, but the host netns has no such link`);
   if (sysfsNetdev.ifindex !== undefined && sysfsNetdev.ifindex !== link.index) {
     throw precondition(field, `${link.name} in the host netns is ifindex ${link.index}, but the netdev ${link.name} of ${dev.pciAddress} is ifindex ${sysfsNetdev.ifindex}: not the same device`);
@@ -69,7 +73,7 @@ export async function captureNetdev(ctx: Pick<PrepareContext, 'runOps'>, dev: Pc
   if (link.master !== undefined) {
     throw precondition(field, `${link.name} (${dev.pciAddress}) is enslaved to another device (ifindex ${link.master}) in the host; knit does not take devices the host uses`);
   }
-  const [{ addrs = [] }] = await ctx.runOps(undefined, [{ op: 'addr.list', link: link.name }]);
+  if (addrs instanceof Error) throw addrs;
   const global = addrs.find((a) => a.scope === 'global');
   if (global) {
     throw precondition(field, `${link.name} (${dev.pciAddress}) has address ${global.address}/${global.prefixLen} in the host; knit does not take devices the host uses`);
