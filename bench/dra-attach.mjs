@@ -47,8 +47,8 @@ try {
   const pod = `${P}-pod`;
   const podPath = makeNetns(pod);
   cleanups.push(() => removeNetns(pod));
-  // /run is a tmpfs, as /run/knit (where a node keeps its records) is.
-  const dir = mkdtempSync(path.join('/run', `knit-${P}-`));
+  // A tmpfs, as /run/knit (where a node keeps its records) is; this VM's /run is not one.
+  const dir = mkdtempSync(path.join('/dev/shm', `knit-${P}-`));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const net = new DaemonActionRunner();
   cleanups.push(() => net.close());

@@ -55,7 +55,7 @@ async function node(vfs) {
     })),
   ];
   const sysfs = await createFakeSysfs(t, specs, { rdmaNetnsMode: null });
-  const dir = mkdtempSync(path.join('/run', 'knit-bench-dra-')); // a tmpfs, as /run/knit is
+  const dir = mkdtempSync(path.join('/dev/shm', 'knit-bench-dra-')); // a tmpfs, as /run/knit is (this VM's /run is not)
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const api = new ClaimsInApi();
   const records = await RecordStore.open(path.join(dir, 'claims'));
