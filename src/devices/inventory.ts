@@ -117,23 +117,33 @@ function hexId(text: string | undefined, width: number): string | undefined {
 }
 
 /** The facts about any PCI function that VFIO and the inventory need; undefined if absent. */
-export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<PciFunction | undefined> {
+export interface DescribeOptions {
+  /** Also what only the inventory publishes: vendor, device and subsystem IDs, NUMA node, PCIe
+   * root, driver_override (default true). An attach or a Prepare reads the device without them. */
+  inventory?: boolean;
+}
+
+export async function describePciFunction(sysfs: Sysfs, bdf: string, opts: DescribeOptions = {}): Promise<PciFunction | undefined> {
   const dir = devDir(bdf);
+  const inventory = opts.inventory ?? true;
+  const forInventory = <T>(read: () => Promise<T>) => (inventory ? read() : Promise.resolve(undefined));
   // All at once: a device that does not exist answers undefined to every read.
-  const [real, classCode, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
+  const [real, classText, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
     await Promise.all([
-      sysfs.realpath(dir),
-      readClass(sysfs, bdf),
-      sysfs.read(`${dir}/vendor`).then((v) => hexId(v, 4)),
-      sysfs.read(`${dir}/device`).then((v) => hexId(v, 4)),
-      sysfs.read(`${dir}/subsystem_vendor`).then((v) => hexId(v, 4)),
-      sysfs.read(`${dir}/subsystem_device`).then((v) => hexId(v, 4)),
+      forInventory(() => sysfs.realpath(dir)),
+      sysfs.read(`${dir}/class`),
+      forInventory(() => sysfs.read(`${dir}/vendor`).then((v) => hexId(v, 4))),
+      forInventory(() => sysfs.read(`${dir}/device`).then((v) => hexId(v, 4))),
+      forInventory(() => sysfs.read(`${dir}/subsystem_vendor`).then((v) => hexId(v, 4))),
+      forInventory(() => sysfs.read(`${dir}/subsystem_device`).then((v) => hexId(v, 4))),
       sysfs.linkName(`${dir}/driver`),
-      sysfs.read(`${dir}/driver_override`),
-      sysfs.readInt(`${dir}/numa_node`),
+      forInventory(() => sysfs.read(`${dir}/driver_override`)),
+      forInventory(() => sysfs.readInt(`${dir}/numa_node`)),
       sysfs.linkName(`${dir}/iommu_group`),
     ]);
-  if (real === undefined) return undefined;
+  // Every PCI function has a class.
+  if (inventory ? real === undefined : classText === undefined) return undefined;
+  const classCode = hexId(classText, 6);
   const fn: PciFunction = { pciAddress: bdf };
   if (classCode) fn.classCode = classCode;
   if (vendorId) fn.vendorId = vendorId;
@@ -145,17 +155,17 @@ export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<Pc
   if (ov && ov !== '(null)') fn.driverOverride = ov;
   if (numa !== undefined && numa >= 0) fn.numaNode = numa;
   if (group !== undefined && /^\d+$/.test(group)) fn.iommuGroup = Number(group);
-  const root = real.split(path.sep)[1];
+  const root = real?.split(path.sep)[1];
   if (root && /^pci[0-9a-f]{4}:[0-9a-f]{2}$/.test(root)) fn.pcieRoot = root;
   return fn;
 }
 
 /** One PCI network function by BDF (no scan); undefined if there is no such PCI device. */
-export async function describeDevice(sysfs: Sysfs, bdf: string): Promise<PciNetDevice | undefined> {
+export async function describeDevice(sysfs: Sysfs, bdf: string, opts: DescribeOptions = {}): Promise<PciNetDevice | undefined> {
   const dir = devDir(bdf);
   // One wave of reads, not one after another: the attach waits for them.
   const [fn, netdevs, rdma, totalVfs, physfn] = await Promise.all([
-    describePciFunction(sysfs, bdf),
+    describePciFunction(sysfs, bdf, opts),
     readNetdevs(sysfs, dir),
     readRdma(sysfs, dir),
     sysfs.readInt(`${dir}/sriov_totalvfs`),

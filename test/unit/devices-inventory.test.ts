@@ -145,6 +145,16 @@ test('a VF\'s index comes from the PF\'s sriov_offset and sriov_stride, confirme
   }
 });
 
+test('describeDevice without the inventory\'s facts reads no IDs, NUMA node, PCIe root or driver_override, and answers the rest alike (simulated sysfs)', async (t) => {
+  const { kernel } = await createSriovNode(t, { vfs: 2 });
+  const full = (await describeDevice(kernel, NODE.vf(1)))!;
+  const lean = (await describeDevice(kernel, NODE.vf(1), { inventory: false }))!;
+  const { vendorId, deviceId, subsystemVendorId, subsystemDeviceId, numaNode, pcieRoot, driverOverride, ...rest } = full;
+  t.truthy(vendorId && deviceId && subsystemDeviceId && numaNode !== undefined && pcieRoot, 'the full read has them');
+  t.deepEqual(lean, rest);
+  t.is(await describeDevice(kernel, '0000:99:00.0', { inventory: false }), undefined);
+});
+
 test('DRA device names round-trip to BDFs and are DNS labels', (t) => {
   for (const bdf of ['0000:3b:01.1', '0000:00:1f.7', 'ffff:ff:1f.0']) {
     const name = draDeviceName(bdf);
