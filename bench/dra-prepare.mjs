@@ -4,12 +4,12 @@
 // the kubelet's socket with a kubelet-side client built from the published protos. No SR-IOV
 // hardware here: the VFs are a simulated sysfs and PF (test/fixtures/dra-node.ts), so the
 // figures are knit's own work per claim (the API read stands in as a JSON object, the record
-// write and fsync, sysfs reads, gRPC) plus a simulated PF-side vf.set, not a NIC's. Not a test;
+// writes, on tmpfs as /run/knit is on a node; sysfs reads, gRPC) plus a simulated PF-side vf.set,
+// not a NIC's. Not a test;
 // not side by side with dranet, which the Go module proxy does not serve here (bench/README.md).
 // Usage: node bench/dra-prepare.mjs [runs=5] after `npm run build`.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -55,7 +55,7 @@ async function node(vfs) {
     })),
   ];
   const sysfs = await createFakeSysfs(t, specs, { rdmaNetnsMode: null });
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'knit-bench-dra-'));
+  const dir = mkdtempSync(path.join('/dev/shm', 'knit-bench-dra-')); // a tmpfs, as /run/knit is (this VM's /run is not)
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const api = new ClaimsInApi();
   const records = await RecordStore.open(path.join(dir, 'claims'));

@@ -8,7 +8,7 @@ import { hasPfSettings } from '../../src/devices/params.js';
 import { readRdmaNetnsMode, type PciNetDevice } from '../../src/devices/inventory.js';
 import { groupBlockers } from '../../src/devices/vfio.js';
 import { captureVfState, pfQueryOp } from '../../src/devices/netdev-state.js';
-import { parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
+import { bdfOf, parseDeviceRef, resolveDevice, type DeviceRef } from '../../src/devices/reference.js';
 import { Sysfs } from '../../src/devices/sysfs.js';
 import { VFIO_DRIVER } from '../../src/devices/vfio.js';
 import { findLinkIn } from '../../src/net/find-link.js';
@@ -28,15 +28,17 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
   const p = ref.parameters;
   const sysfs = new Sysfs(ctx.sysfsRoot);
 
-  const named = await resolveDevice(sysfs, ref, { field });
-  const bdf = named.pciAddress;
+  // A netdev name leads to its PCI address through sysfs; a BDF or a DRA name is one already,
+  // so the device is read once, under the lock.
+  const spelled = bdfOf(ref);
+  const bdf = spelled ?? (await resolveDevice(sysfs, ref, { field })).pciAddress;
   const claimer = ctx.lock(bdf);
   if (claimer === input.sandboxId) throw KnitError.invalid(field, `names PCI device ${bdf}, which another interface of this request names too`);
   if (claimer !== undefined) throw precondition(field, `PCI device ${bdf} is being attached to sandbox ${claimer} right now`);
   const holder = ctx.holderOf(bdf);
   if (holder) throw precondition(field, `PCI device ${bdf} is held by sandbox ${holder}; detach that sandbox first`);
-  // Read again under the lock: the device may have changed hands while we waited.
-  const dev = await resolveDevice(sysfs, { by: 'bdf', bdf, parameters: p }, { field });
+  // Read (again) under the lock: the device may have changed hands while we waited.
+  const dev = await resolveDevice(sysfs, spelled ? ref : { by: 'bdf', bdf, parameters: p }, { field });
 
   const prepared: PreparedDevice = {
     index, ref, pciAddress: bdf, draName: dev.name, kind: dev.kind, sysfsRoot: sysfs.root,
@@ -59,7 +61,11 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
 export async function captureNetdev(ctx: Pick<PrepareContext, 'runOps'>, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
   const sysfsNetdev = dev.netdevs[0];
   if (!sysfsNetdev) return;
-  const link = await findLinkIn(ctx.runOps, undefined, sysfsNetdev.name);
+  // Both reads at once (one hop, not two); the addresses count only once the link is this device.
+  const found = findLinkIn(ctx.runOps, undefined, sysfsNetdev.name);
+  const listed = ctx.runOps(undefined, [{ op: 'addr.list', link: sysfsNetdev.name }]).then(([r]) => r.addrs ?? [], (err: Error) => err);
+  const link = await found;
+  const addrs = await listed;
   if (!link) throw precondition(field, `sysfs lists netdev ${sysfsNetdev.name} for ${dev.pciAddress}, but the host netns has no such link`);
   if (sysfsNetdev.ifindex !== undefined && sysfsNetdev.ifindex !== link.index) {
     throw precondition(field, `${link.name} in the host netns is ifindex ${link.index}, but the netdev ${link.name} of ${dev.pciAddress} is ifindex ${sysfsNetdev.ifindex}: not the same device`);
@@ -67,7 +73,7 @@ export async function captureNetdev(ctx: Pick<PrepareContext, 'runOps'>, dev: Pc
   if (link.master !== undefined) {
     throw precondition(field, `${link.name} (${dev.pciAddress}) is enslaved to another device (ifindex ${link.master}) in the host; knit does not take devices the host uses`);
   }
-  const [{ addrs = [] }] = await ctx.runOps(undefined, [{ op: 'addr.list', link: link.name }]);
+  if (addrs instanceof Error) throw addrs;
   const global = addrs.find((a) => a.scope === 'global');
   if (global) {
     throw precondition(field, `${link.name} (${dev.pciAddress}) has address ${global.address}/${global.prefixLen} in the host; knit does not take devices the host uses`);

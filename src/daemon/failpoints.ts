@@ -4,7 +4,8 @@
 // removeif:<n> do the same for AddInterface's steps and RemoveInterface's inverses. cni:<n>
 // kills it inside a CNI chain's ADD, just before plugin n runs (after plugins 0..n-1 made
 // their changes). draprepare:<n> kills it just before step n of every DRA claim's Prepare (n
-// equal to the step count: all ran, the record still says preparing). Off unless set.
+// equal to the step count: all ran, the record still says preparing; a claim with no step is
+// recorded prepared at once, and draprepare:0 kills it after that write). Off unless set.
 import type { ManagerHooks } from '../core/ports.js';
 import type { Failpoint } from '../core/executor.js';
 

@@ -117,22 +117,33 @@ function hexId(text: string | undefined, width: number): string | undefined {
 }
 
 /** The facts about any PCI function that VFIO and the inventory need; undefined if absent. */
-export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<PciFunction | undefined> {
+export interface DescribeOptions {
+  /** Also what only the inventory publishes: vendor, device and subsystem IDs, NUMA node, PCIe
+   * root, driver_override (default true). An attach or a Prepare reads the device without them. */
+  inventory?: boolean;
+}
+
+export async function describePciFunction(sysfs: Sysfs, bdf: string, opts: DescribeOptions = {}): Promise<PciFunction | undefined> {
   const dir = devDir(bdf);
-  const real = await sysfs.realpath(dir);
-  if (real === undefined) return undefined;
-  const [classCode, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
+  const inventory = opts.inventory ?? true;
+  const forInventory = <T>(read: () => Promise<T>) => (inventory ? read() : Promise.resolve(undefined));
+  // All at once: a device that does not exist answers undefined to every read.
+  const [real, classText, vendorId, deviceId, subsystemVendorId, subsystemDeviceId, driver, override, numa, group] =
     await Promise.all([
-      readClass(sysfs, bdf),
-      sysfs.read(`${dir}/vendor`).then((v) => hexId(v, 4)),
-      sysfs.read(`${dir}/device`).then((v) => hexId(v, 4)),
-      sysfs.read(`${dir}/subsystem_vendor`).then((v) => hexId(v, 4)),
-      sysfs.read(`${dir}/subsystem_device`).then((v) => hexId(v, 4)),
+      forInventory(() => sysfs.realpath(dir)),
+      sysfs.read(`${dir}/class`),
+      forInventory(() => sysfs.read(`${dir}/vendor`).then((v) => hexId(v, 4))),
+      forInventory(() => sysfs.read(`${dir}/device`).then((v) => hexId(v, 4))),
+      forInventory(() => sysfs.read(`${dir}/subsystem_vendor`).then((v) => hexId(v, 4))),
+      forInventory(() => sysfs.read(`${dir}/subsystem_device`).then((v) => hexId(v, 4))),
       sysfs.linkName(`${dir}/driver`),
-      sysfs.read(`${dir}/driver_override`),
-      sysfs.readInt(`${dir}/numa_node`),
+      forInventory(() => sysfs.read(`${dir}/driver_override`)),
+      forInventory(() => sysfs.readInt(`${dir}/numa_node`)),
       sysfs.linkName(`${dir}/iommu_group`),
     ]);
+  // Every PCI function has a class.
+  if (inventory ? real === undefined : classText === undefined) return undefined;
+  const classCode = hexId(classText, 6);
   const fn: PciFunction = { pciAddress: bdf };
   if (classCode) fn.classCode = classCode;
   if (vendorId) fn.vendorId = vendorId;
@@ -144,22 +155,23 @@ export async function describePciFunction(sysfs: Sysfs, bdf: string): Promise<Pc
   if (ov && ov !== '(null)') fn.driverOverride = ov;
   if (numa !== undefined && numa >= 0) fn.numaNode = numa;
   if (group !== undefined && /^\d+$/.test(group)) fn.iommuGroup = Number(group);
-  const root = real.split(path.sep)[1];
+  const root = real?.split(path.sep)[1];
   if (root && /^pci[0-9a-f]{4}:[0-9a-f]{2}$/.test(root)) fn.pcieRoot = root;
   return fn;
 }
 
 /** One PCI network function by BDF (no scan); undefined if there is no such PCI device. */
-export async function describeDevice(sysfs: Sysfs, bdf: string): Promise<PciNetDevice | undefined> {
-  const fn = await describePciFunction(sysfs, bdf);
-  if (!fn) return undefined;
+export async function describeDevice(sysfs: Sysfs, bdf: string, opts: DescribeOptions = {}): Promise<PciNetDevice | undefined> {
   const dir = devDir(bdf);
-  const [netdevs, rdma, totalVfs, physfn] = await Promise.all([
+  // One wave of reads, not one after another: the attach waits for them.
+  const [fn, netdevs, rdma, totalVfs, physfn] = await Promise.all([
+    describePciFunction(sysfs, bdf, opts),
     readNetdevs(sysfs, dir),
     readRdma(sysfs, dir),
     sysfs.readInt(`${dir}/sriov_totalvfs`),
     sysfs.linkName(`${dir}/physfn`),
   ]);
+  if (!fn) return undefined;
   const dev: PciNetDevice = { ...fn, name: draDeviceName(bdf), kind: 'nic', netdevs };
   if (rdma) dev.rdma = rdma;
   if (physfn) {
@@ -215,10 +227,29 @@ async function readVfs(sysfs: Sysfs, pfDir: string): Promise<string[]> {
   return vfs;
 }
 
+/** Bus, device and function as one 16-bit number (the PCIe routing ID); NaN if not a BDF. */
+function routingId(bdf: string): number {
+  const m = /^[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$/.exec(bdf);
+  return m ? (parseInt(m[1]!, 16) << 8) | (parseInt(m[2]!, 16) << 3) | Number(m[3]) : NaN;
+}
+
+/** A VF's index on its PF. VF n's routing ID is the PF's plus First VF Offset plus n times VF
+ * Stride (the PF's SR-IOV capability, in sysfs as sriov_offset and sriov_stride; the kernel's
+ * pci_iov_virtfn_devfn), so one link confirms it, where a search reads every virtfnN link (a
+ * PF may have 128); without those files, or if the link disagrees, the search. -1: not its VF. */
+async function vfIndexOn(sysfs: Sysfs, bdf: string, pfBdf: string): Promise<number> {
+  const pfDir = devDir(pfBdf);
+  const [offset, stride] = await Promise.all([sysfs.readInt(`${pfDir}/sriov_offset`), sysfs.readInt(`${pfDir}/sriov_stride`)]);
+  if (offset !== undefined && stride && bdf.slice(0, 4) === pfBdf.slice(0, 4)) {
+    const n = (routingId(bdf) - routingId(pfBdf) - offset) / stride;
+    if (Number.isInteger(n) && n >= 0 && (await sysfs.linkName(`${pfDir}/virtfn${n}`)) === bdf) return n;
+  }
+  return (await readVfs(sysfs, pfDir)).indexOf(bdf);
+}
+
 async function readVfLink(sysfs: Sysfs, bdf: string, pfBdf: string): Promise<NonNullable<PciNetDevice['vf']>> {
   const pfDir = devDir(pfBdf);
-  const [vfs, pfNet] = await Promise.all([readVfs(sysfs, pfDir), sysfs.list(`${pfDir}/net`)]);
-  const index = vfs.indexOf(bdf);
+  const [index, pfNet] = await Promise.all([vfIndexOn(sysfs, bdf, pfBdf), sysfs.list(`${pfDir}/net`)]);
   if (index < 0) throw new Error(`${sysfs.path(devDir(bdf))}: VF is not listed by any virtfnN link of its PF ${pfBdf}`);
   const vf: NonNullable<PciNetDevice['vf']> = { pfPciAddress: pfBdf, index };
   if (pfNet[0]) vf.pfName = pfNet[0];

@@ -75,7 +75,15 @@ export interface ResolveOptions {
   field?: string;
 }
 
-/** The PCI network function a reference names, read fresh from sysfs. */
+/** The PCI address a reference spells out (a BDF, or a DRA name decoding to one), without a
+ * read; undefined for a netdev name, which only sysfs can map, or a name knit did not make. */
+export function bdfOf(ref: DeviceRef): string | undefined {
+  if (ref.by === 'bdf') return ref.bdf;
+  return ref.by === 'claim' ? bdfFromDraDeviceName(ref.device) : undefined;
+}
+
+/** The PCI network function a reference names, read fresh from sysfs: what an attach or a
+ * Prepare needs of it, not what only the inventory publishes. */
 export async function resolveDevice(sysfs: Sysfs, ref: DeviceRef, opts: ResolveOptions = {}): Promise<PciNetDevice> {
   const field = opts.field ?? 'device';
   let bdf: string;
@@ -114,7 +122,7 @@ export async function resolveDevice(sysfs: Sysfs, ref: DeviceRef, opts: ResolveO
       break;
     }
   }
-  const dev = await describeDevice(sysfs, bdf);
+  const dev = await describeDevice(sysfs, bdf, { inventory: false });
   const at = ref.by === 'bdf' ? `${field}.bdf` : ref.by === 'netdev' ? `${field}.netdev` : `${field}.device`;
   if (!dev) throw notFound(at, `${what} does not exist on this node`);
   if (!isNetworkClass(dev.classCode)) {

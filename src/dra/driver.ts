@@ -188,16 +188,25 @@ export class DraDriver {
       version: CLAIM_RECORD_VERSION, uid: ref.uid, namespace: ref.namespace, name: ref.name, state: 'preparing',
       podUids: wanted.podUids, devices, steps, preparedAt: new Date().toISOString(),
     };
-    await this.o.records.put(ref.uid, record); // the journal: before the first change
-    try {
-      await runSteps(this.o.runner, steps, this.o.prepareFailpoint);
-    } catch (err) {
-      // Undone (runSteps): the record goes. Should that write fail, start-up repair rolls back from it.
-      await this.o.records.remove(ref.uid).catch(() => undefined);
-      throw err;
-    }
     const done: ClaimRecord = { ...record, state: 'prepared' };
-    await this.o.records.put(ref.uid, done);
+    if (steps.length) {
+      await this.o.records.put(ref.uid, record); // the journal: before the first change
+      try {
+        await runSteps(this.o.runner, steps, this.o.prepareFailpoint);
+      } catch (err) {
+        // Undone (runSteps): the record goes. Should that write fail, start-up repair rolls back from it.
+        await this.o.records.remove(ref.uid).catch(() => undefined);
+        throw err;
+      }
+      await this.o.records.put(ref.uid, done);
+    } else {
+      // Nothing to change (a VF netdev without PF-side settings): nothing to roll back, so no
+      // journal entry before it, and one write. A crash before it leaves nothing; one after it
+      // but before the answer leaves a prepared claim, which the kubelet's retry is answered
+      // from and its Unprepare drops. The crash tests' failpoint fires there.
+      await this.o.records.put(ref.uid, done);
+      if (this.o.prepareFailpoint?.index === 0) this.o.prepareFailpoint.fire();
+    }
     this.o.log?.info({ claim: `${ref.namespace}/${ref.name}`, uid: ref.uid, devices: devices.map((d) => d.device), pods: wanted.podUids }, 'DRA claim prepared');
     return answerOf(done);
   }

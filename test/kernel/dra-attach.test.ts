@@ -12,6 +12,8 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { setInstance } from '../../src/base/names.js';
 import { SandboxManager } from '../../src/core/manager.js';
+import { Reaper } from '../../src/core/reaper.js';
+import type { StepAction } from '../../src/base/plan.js';
 import type { ExtensionsPort } from '../../src/core/ports.js';
 import type { ActionRunner } from '../../src/core/executor.js';
 import type { SandboxRecord } from '../../src/core/record.js';
@@ -51,7 +53,12 @@ interface Env {
   driver: DraDriver;
   api: ClaimsInApi;
   kubelet: ReturnType<typeof draClient>;
+  records: RecordStore<SandboxRecord>;
   claim(c: ClaimSpec): WireClaim;
+  /** From now on the runner refuses the first action equal to this one (undefined: none). */
+  failOn(action: StepAction | undefined): void;
+  /** Resolves once the reaper deleted what a detach or rollback parked (with `reap`). */
+  reaped(): Promise<void>;
 }
 
 const POD_UID = (n: number) => `5e1f0000-0000-4000-8000-00000000000${n}`;
@@ -59,7 +66,7 @@ const CLAIM_UID = (n: number) => `c1a10000-0000-4000-8000-00000000000${n}`;
 const standInDevice = (i: number) => `pci-0000-5a-02-${i}`;
 
 /** Each test its own subnet for eth0: ava runs a file's tests at once, in one host netns. */
-async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 1): Promise<Env> {
+async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 1, opts: { reap?: boolean } = {}): Promise<Env> {
   const NETWORK: NetworkSpec = { name: 'pods', mode: 'routed', mtu: 1500, hairpin: false, routes: [], ipv4: { subnet: `10.239.${subnet}.0/24`, gateway: `10.239.${subnet}.1` } };
   const s = await makeStandIn(t, prefix, vfs);
   execFileSync('ip', ['-n', s.fabric, 'addr', 'add', '192.0.2.1/24', 'dev', s.vfs[0]!.peer]);
@@ -71,22 +78,48 @@ async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 
   const net = new DaemonActionRunner();
   t.teardown(() => net.close());
   const deviceEnv: DeviceActionEnv = { sysfs: () => s.node.kernel, runOps: (ns, ops) => net.runOps(ns, ops) };
+  // A refusal on demand (failOn) of a plan step, as the kernel gives one: the ops before it in
+  // the batch took effect. Armed once the attach's journal is written, so the same action
+  // read while planning (a link.get) is not the one refused.
+  let failing: string | undefined;
+  let armed = false;
+  const refused = (a: StepAction) => {
+    if (!armed || JSON.stringify(a) !== failing) return false;
+    failing = undefined;
+    return true;
+  };
+  const refusal = (a: StepAction, index: number) => Object.assign(new Error(`test refusal of ${a.op}`), { index });
   const runner: ActionRunner = {
-    runOps: (ns, ops) => net.runOps(ns, ops),
+    async runOps(ns, ops) {
+      const at = ops.findIndex(refused);
+      if (at < 0) return net.runOps(ns, ops);
+      if (at > 0) await net.runOps(ns, ops.slice(0, at));
+      throw refusal(ops[at]!, at);
+    },
     // Device actions get the simulated sysfs; everything else runs as in the daemon.
-    runHostAction: (ns, a) => (DEVICE_ACTION_OPS.has(a.op) ? runDeviceAction(ns, a as DeviceAction, deviceEnv) : runHostAction(ns, a, deviceEnv.runOps)),
+    async runHostAction(ns, a) {
+      if (refused(a)) throw refusal(a, 0);
+      return DEVICE_ACTION_OPS.has(a.op) ? runDeviceAction(ns, a as DeviceAction, deviceEnv) : runHostAction(ns, a, deviceEnv.runOps);
+    },
     netnsUsable: (ns, expect) => net.netnsUsable(ns, expect),
   };
+  const reaper = opts.reap ? new Reaper(runner, (err) => t.log(`reaper: ${err.message}`)) : { kick: () => undefined, whenReaped: async () => undefined };
   const records = await RecordStore.open<SandboxRecord>(path.join(dir, 'sandboxes'));
+  const put = records.put.bind(records);
+  records.put = (id, doc) => {
+    armed = doc.state === 'attaching';
+    return put(id, doc);
+  };
   const manager = new SandboxManager({
     networks: () => new Map([[NETWORK.name, NETWORK]]), defaultNetwork: () => NETWORK.name, unreadyNetworks: () => new Map(),
     records, ipam: new Ipam([{ ...NETWORK, ipv4: { subnet: NETWORK.ipv4!.subnet, gateway: NETWORK.ipv4!.gateway, reserved: [] } }]), runner,
     netns: new NetnsChecker(), strategies, extensions: noExtensions,
-    reaper: { kick: () => undefined, whenReaped: async () => undefined }, sysfsRoot: () => s.node.root, danDir: () => path.join(dir, 'dans'),
+    reaper, sysfsRoot: () => s.node.root, danDir: () => path.join(dir, 'dans'),
   });
   // Whatever a failed test leaves attached goes (and with it the VFs back to the host).
   t.teardown(async () => {
     for (const r of await manager.list()) await manager.detach(r.request.sandboxId).catch(() => undefined);
+    await reaper.whenReaped();
   });
 
   const api = new ClaimsInApi();
@@ -101,9 +134,14 @@ async function setUp(t: ExecutionContext, prefix: string, subnet: number, vfs = 
   const kubelet = draClient(sockets.plugin, 'v1');
   t.teardown(() => kubelet.close());
   return {
-    s, pod, podPath, manager, driver, api, kubelet,
+    s, pod, podPath, manager, driver, api, kubelet, records,
     service: withClaimedDevices(manager, driver),
     claim: (c) => api.add(resourceClaim(c)),
+    failOn(a) {
+      failing = a && JSON.stringify(a);
+      armed = false;
+    },
+    reaped: () => reaper.whenReaped(),
   };
 }
 
@@ -147,6 +185,50 @@ test('a runc pod\'s Attach naming its UID gets the prepared VF netdev with the c
   env.api.claims.clear(); // the claim may be gone before the kubelet unprepares
   t.deepEqual((await env.kubelet.unprepare([ref])).claims, { [CLAIM_UID(1)]: { error: '' } });
   t.deepEqual(vfState(vf.name), before);
+});
+
+test('a kernel refusal at any step of a pod\'s attach with a claimed VF takes back what ran: the VF in the host as it was, nothing in the pod or the host, no record; then the attach succeeds (stand-in hardware: veth as VF netdev, simulated sysfs)', async (t) => {
+  const env = await setUp(t, 'kdr5', 55, 1, { reap: true });
+  const vf = env.s.vfs[0]!;
+  const before = vfState(vf.name);
+  // This sandbox's own host links (knit tags them with its ID); the file's other tests run beside.
+  const hostLinks = () => ipJson(['link', 'show']).filter((l: any) => l.ifalias?.includes('sandbox=kdr5-sb')).map((l: any) => l.ifname);
+  const podLinks = () => ipJson(['link', 'show'], env.pod).map((l: any) => l.ifname).sort();
+  const ref = env.claim({ name: 'refused-nic', uid: CLAIM_UID(5), podUid: POD_UID(5), results: [{ device: standInDevice(0) }], config: [{ parameters: PARAMS }] });
+  t.is((await env.kubelet.prepare([ref])).claims[CLAIM_UID(5)]!.error, '');
+  // A static address for eth0, so that every attach's plan is the same, step for step.
+  const req = attachReq(env, 'kdr5-sb', POD_UID(5), { interfaces: [{ name: 'eth0', network: 'pods', ips: ['10.239.55.10/24'] }] });
+
+  await env.service.attach(req);
+  t.is(hostLinks().length, 1, 'the observer sees the sandbox\'s host end while attached');
+  const steps = env.records.get('kdr5-sb')!.steps;
+  t.deepEqual([...new Set(steps.map((s) => s.iface))], ['eth0', 'net1'], 'eth0\'s steps, then the VF\'s');
+  await env.service.detach('kdr5-sb');
+
+  for (const [k, step] of steps.entries()) {
+    env.failOn(step.do);
+    const err = await t.throwsAsync(env.service.attach(req), undefined, `step ${k}`);
+    t.true(err!.message.includes(`(${step.description}) failed`), `step ${k}: ${err!.message}`);
+    if (step.do.op === 'link.get' && step.undo) {
+      // The VF moved, but the step holding the way back (its check in the sandbox) was refused:
+      // the rollback cannot give the VF back from the host, so the record is kept, and Detach
+      // finishes the job.
+      t.regex(err!.message, /its record is kept/);
+      await env.service.detach('kdr5-sb');
+    }
+    await env.reaped();
+    t.deepEqual(vfState(vf.name), before, `refused at step ${k} (${step.description}): the VF is back in the host as it was`);
+    t.deepEqual(podLinks(), ['lo'], `refused at step ${k}: nothing in the pod`);
+    t.deepEqual(hostLinks(), [], `refused at step ${k}: nothing of the sandbox left in the host`);
+    t.is(env.records.get('kdr5-sb'), undefined, `refused at step ${k}: no record`);
+  }
+  env.failOn(undefined);
+  await env.service.attach(req);
+  t.like(linkIn(env.pod, 'net1'), { ifindex: vf.ifindex });
+  t.truthy(linkIn(env.pod, 'eth0'));
+  await env.service.detach('kdr5-sb');
+  t.deepEqual(vfState(vf.name), before);
+  await env.kubelet.unprepare([ref]);
 });
 
 test('knit-cni ADD with K8S_POD_UID: the CNI result lists the VF interface; a claim not prepared yet answers CNI error 11 naming it and attaches nothing; DEL of eth0 gives the VF back (stand-in hardware: veth as VF netdev, simulated sysfs)', async (t) => {

@@ -1,5 +1,6 @@
 // Inventory discovery and DRA attributes against a fake sysfs tree (no SR-IOV hardware here).
 import test from 'ava';
+import { rm, writeFile } from 'node:fs/promises';
 import { deviceAttributes } from '../../src/devices/attributes.js';
 import { describeDevice, scanInventory } from '../../src/devices/inventory.js';
 import { bdfFromDraDeviceName, draDeviceName, normalizeBdf } from '../../src/devices/pci-address.js';
@@ -121,6 +122,37 @@ test('describeDevice answers for one BDF without a scan, undefined when absent (
   t.is((await describeDevice(kernel, NODE.nvme))?.classCode, '010802');
   t.is((await describeDevice(kernel, NODE.nvme))?.numaNode, 0);
   t.is((await describeDevice(kernel, NODE.bridge))?.numaNode, undefined, 'numa_node -1 means no affinity');
+});
+
+test('a VF\'s index comes from the PF\'s sriov_offset and sriov_stride, confirmed by one virtfn link; without them, or when they disagree with the links, from every virtfnN link (simulated sysfs)', async (t) => {
+  const node = await createSriovNode(t, { vfs: 3 });
+  const pfDir = `bus/pci/devices/${NODE.pf}`;
+  t.is(await node.kernel.read(`${pfDir}/sriov_offset`), '8', 'VF 0 at 3b:01.0 is the PF 3b:00.0 plus 8');
+  t.is(await node.kernel.read(`${pfDir}/sriov_stride`), '1');
+  const links: string[] = [];
+  const readlink = node.kernel.readlink.bind(node.kernel);
+  node.kernel.readlink = (rel) => (links.push(rel), readlink(rel));
+  t.deepEqual((await describeDevice(node.kernel, NODE.vf(2)))?.vf, { pfPciAddress: NODE.pf, pfName: 'ens1f0', index: 2 });
+  t.deepEqual(links.filter((l) => l.includes('virtfn')), [`${pfDir}/virtfn2`], 'one virtfn link read');
+
+  for (const [what, offset] of [['wrong', '9'], ['missing', undefined]] as const) {
+    if (offset) await writeFile(node.kernel.path(`${pfDir}/sriov_offset`), `${offset}\n`);
+    else await rm(node.kernel.path(`${pfDir}/sriov_offset`));
+    links.length = 0;
+    t.is((await describeDevice(node.kernel, NODE.vf(2)))?.vf?.index, 2, `sriov_offset ${what}: found by the links`);
+    const read = [...new Set(links.filter((l) => /virtfn\d+$/.test(l)))].sort();
+    t.deepEqual(read, [0, 1, 2].map((i) => `${pfDir}/virtfn${i}`), `sriov_offset ${what}: every virtfn link read`);
+  }
+});
+
+test('describeDevice without the inventory\'s facts reads no IDs, NUMA node, PCIe root or driver_override, and answers the rest alike (simulated sysfs)', async (t) => {
+  const { kernel } = await createSriovNode(t, { vfs: 2 });
+  const full = (await describeDevice(kernel, NODE.vf(1)))!;
+  const lean = (await describeDevice(kernel, NODE.vf(1), { inventory: false }))!;
+  const { vendorId, deviceId, subsystemVendorId, subsystemDeviceId, numaNode, pcieRoot, driverOverride, ...rest } = full;
+  t.truthy(vendorId && deviceId && subsystemDeviceId && numaNode !== undefined && pcieRoot, 'the full read has them');
+  t.deepEqual(lean, rest);
+  t.is(await describeDevice(kernel, '0000:99:00.0', { inventory: false }), undefined);
 });
 
 test('DRA device names round-trip to BDFs and are DNS labels', (t) => {

@@ -16,7 +16,7 @@ import { withPodDevices } from '../../src/dra/attach.js';
 import { cdiSpec } from '../../src/dra/cdi.js';
 import { DRA_INTERFACES_LABEL } from '../../src/dra/labels.js';
 import type { AttachRequest } from '../../src/base/types.js';
-import { createSriovNode, NODE, type FakeSysfs } from '../fixtures/fake-sysfs.js';
+import { createFakeSysfs, createSriovNode, NODE, SimulatedCrash, sriovNodeSpecs, type FakeSysfs } from '../fixtures/fake-sysfs.js';
 import { ClaimsInApi, DRIVER, POOL, SimulatedNetlink, resourceClaim, simulatedRunner, tempDir, type ClaimSpec } from '../fixtures/dra-node.js';
 import { draClient, kubeletPick, registrationClient, type DraVersion, type WireClaim } from '../fixtures/kubelet-client.js';
 
@@ -240,6 +240,45 @@ test('kill -9 in the middle of a vfio Prepare: the next start rolls it back from
   t.false('error' in again, JSON.stringify(again));
   t.is(await driverOf(env, NODE.vf(1)), 'vfio-pci');
   t.deepEqual(next.claimsOfPod(POD).prepared.map((c) => c.name), ['vm-nic']);
+});
+
+test('a claim with nothing to change (a VF netdev without PF settings or char devices) is recorded once, as prepared; kill -9 after that write, before the answer: the next start keeps it, the kubelet\'s retry is answered from the record, Unprepare drops it (simulated sysfs and PF)', async (t) => {
+  // VF 0 without an RDMA device: no CDI spec either.
+  const node = await createFakeSysfs(t, sriovNodeSpecs(1).map((d) => (d.bdf === NODE.vf(0) ? { ...d, rdma: undefined } : d)), { rdmaNetnsMode: 'Y' });
+  const net = new SimulatedNetlink();
+  const api = new ClaimsInApi();
+  const dir = tempDir(t, 'kdrab');
+  const written: string[] = [];
+  const driverOn = async (failpoint?: { index: number; fire(): void }) => {
+    const store = await RecordStore.open<ClaimRecord>(path.join(dir, 'claims'));
+    const records: ClaimStore = {
+      get: (id) => store.get(id),
+      ids: () => store.ids(),
+      put: (id, doc) => (written.push(doc.state), store.put(id, doc)),
+      remove: (id) => store.remove(id),
+    };
+    return new DraDriver({ driverName: DRIVER, nodeName: POOL, cdiDir: path.join(dir, 'cdi'), sysfs: node.kernel, claims: api, records, runner: simulatedRunner(node, net), ...(failpoint && { prepareFailpoint: failpoint }) });
+  };
+  const ref = api.add(resourceClaim({ name: 'plain-nic', uid: UID(1), podUid: POD, results: [{ device: vfDevice(0) }], config: [{ parameters: { interfaceName: 'net1' } }] }));
+
+  // KNIT_FAILPOINT=draprepare:0 kills the daemon there; here the "kill" ends the Prepare unanswered.
+  const dying = await driverOn({ index: 0, fire: () => { throw new SimulatedCrash('killed after the record, before the answer'); } });
+  const res = (await dying.prepare([ref])).get(UID(1))!;
+  t.regex('error' in res ? res.error : '', /killed after the record/);
+  t.deepEqual(written, ['prepared'], 'one write, and no journal entry before it');
+  t.deepEqual(net.changes, [], 'nothing changed in the kernel');
+
+  const next = await driverOn();
+  t.deepEqual(await next.recover(), { rolledBack: [], finished: [], failed: [] }, 'nothing to repair');
+  t.deepEqual(next.claimsOfPod(POD).prepared.map((c) => c.name), ['plain-nic'], 'the pod\'s attach finds its device');
+  const reads = api.reads;
+  const again = (await next.prepare([ref])).get(UID(1))!;
+  t.deepEqual(again, { devices: [{ requestNames: ['nic'], poolName: POOL, deviceName: vfDevice(0), cdiDeviceIds: [] }] });
+  t.is(api.reads, reads, 'answered from the record');
+  t.deepEqual(written, ['prepared']);
+  t.deepEqual((await next.unprepare([ref])).get(UID(1)), {});
+  t.deepEqual(next.claimsOfPod(POD), { prepared: [], pending: [] });
+  t.deepEqual(await fs.readdir(path.join(dir, 'claims')), [], 'no record left');
 });
 
 test('kill -9 in the middle of an Unprepare: the next start finishes it (simulated sysfs and PF)', async (t) => {
