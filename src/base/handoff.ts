@@ -126,6 +126,10 @@ export type Handoff = TapHandoff | VfioHandoff | NetdevHandoff;
 /** A hand-off whose device a launcher opens (and may take by fd). */
 export const isTapHandoff = (h: Handoff | undefined): h is TapHandoff => h !== undefined && 'device' in h && (h.device === 'tap' || h.device === 'macvtap');
 
+/** A KubeVirt tap whose guest learns its network by DHCP from knit (src/dhcp answers it). */
+export const isDhcpServedTap = (h: Handoff | undefined): h is TapHandoff =>
+  isTapHandoff(h) && h.runtime === 'kubevirt' && h.device === 'tap' && h.guest.delivery === 'dhcp' && h.netns !== null;
+
 /** Hand-offs that say where the pod's addresses live. */
 export const podIpsOn = (h: Handoff | undefined): PodIpsOn | undefined => (h && 'podIpsOn' in h ? h.podIpsOn : undefined);
 

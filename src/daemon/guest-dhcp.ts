@@ -5,7 +5,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { gatewayMac, podMac } from '../base/names.js';
-import { isTapHandoff, type TapHandoff } from '../base/handoff.js';
+import { isDhcpServedTap, type TapHandoff } from '../base/handoff.js';
 import type { NetworkSpec } from '../base/strategy.js';
 import type { WatchEvent } from '../base/types.js';
 import type { SandboxRecord } from '../core/record.js';
@@ -25,7 +25,6 @@ export interface GuestDhcpDeps {
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
 
-const served = (h: TapHandoff) => h.runtime === 'kubevirt' && h.device === 'tap' && h.guest.delivery === 'dhcp' && h.netns !== null;
 
 /** The MAC the answers come from, and whether it is the guest's IPv6 router: the device that
  * really is the guest's gateway when knit knows it, else a stable MAC of the guest's own. */
@@ -44,7 +43,7 @@ function targets(rec: SandboxRecord, networks: Map<string, NetworkSpec>, default
   if (rec.state !== 'attached') return out;
   for (const i of rec.result.interfaces) {
     const h = i.handoff;
-    if (!isTapHandoff(h) || !served(h)) continue;
+    if (!isDhcpServedTap(h)) continue;
     const req = rec.request.interfaces.find((x) => x.name === h.guest.name);
     const net = networks.get(req?.network || defaultNetwork);
     const lease = leaseFrom(h.guest, { ...server(rec, h, net, req?.binding?.logicNetwork !== undefined), ...(rec.request.podName ? { hostname: rec.request.podName } : {}) });
@@ -86,7 +85,7 @@ export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): nu
   const unwatch = deps.watch((e) => {
     // An attach whose answer hands off no served tap, or the detach of a sandbox served none,
     // changes nothing here: skipped without reading (parsing) its record, as most are.
-    if (e.type === 'attach' && e.result && !serving.has(e.sandboxId) && !e.result.interfaces.some((i) => isTapHandoff(i.handoff) && served(i.handoff))) return;
+    if (e.type === 'attach' && e.result && !serving.has(e.sandboxId) && !e.result.interfaces.some((i) => isDhcpServedTap(i.handoff))) return;
     if (e.type === 'detach' && !serving.has(e.sandboxId)) return;
     if (e.type === 'attach' || e.type === 'detach' || e.type === 'interface-added' || e.type === 'interface-removed') syncAndWatch(e.sandboxId);
   });

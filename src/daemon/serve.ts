@@ -33,7 +33,7 @@ import { PinnedNetns } from './pinned-netns.js';
 import { HandoffTokens, startHandoffServer } from './tap-fd-server.js';
 import { publishLinkEvents } from './link-events.js';
 import { scheduleGoneNetnsSweeps } from './gone-netns-sweeps.js';
-import { startGuestDhcp } from './guest-dhcp.js';
+import { startGuestDhcpWhenNeeded } from './guest-dhcp-gate.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
 import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
@@ -211,7 +211,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await manager.reapGoneNetns('start-up').catch((err: Error) => log.warn({ err: err.message }, 'gone-netns sweep failed'));
   const goneSweeps = scheduleGoneNetnsSweeps({ sweep: (trigger) => manager.reapGoneNetns(trigger), intervalSeconds: () => config.goneNetnsSweepSeconds, log });
   const stopLinkEvents = publishLinkEvents(manager, records, log, goneSweeps.prompt);
-  const guestDhcp = startGuestDhcp({
+  const guestDhcp = startGuestDhcpWhenNeeded({
     records, watch: (l) => manager.watch(l), networks: () => specs, defaultNetwork: () => config.defaultNetwork, log,
     netnsFileGone: goneSweeps.promptFileGone,
     observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }, frames),

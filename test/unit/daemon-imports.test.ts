@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 
 const build = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The packages serve's static imports reach (relative imports followed, dynamic ones not). */
-function staticPackages(entry: string): Set<string> {
+/** The packages serve's static imports reach (relative imports followed, dynamic ones not);
+ * `seen` collects the files. */
+function staticPackages(entry: string, seen = new Set<string>()): Set<string> {
   const packages = new Set<string>();
-  const seen = new Set<string>();
   const visit = (file: string) => {
     if (seen.has(file) || !existsSync(file)) return;
     seen.add(file);
@@ -33,6 +33,14 @@ test('knit serve loads only its API, validation and logging packages up front', 
   const loaded = staticPackages(path.join(build, 'src', 'daemon', 'serve.js'));
   t.deepEqual([...loaded].sort(), ['@grpc/grpc-js', '@grpc/proto-loader', 'pino', 'zod']);
   for (const lazy of ['yaml', 'prom-client', '@kubernetes/client-node']) t.false(loaded.has(lazy), lazy);
+});
+
+test('knit serve loads the KubeVirt guests\' DHCP responders only when a guest needs one', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);
+  const rel = [...files].map((f) => path.relative(build, f));
+  t.true(rel.includes('src/daemon/guest-dhcp-gate.js'), 'the check follows serve\'s imports');
+  t.deepEqual(rel.filter((f) => f.startsWith('src/dhcp/') || f === 'src/daemon/guest-dhcp.js'), []);
 });
 
 test('the knit command loads the daemon only for serve', (t) => {
