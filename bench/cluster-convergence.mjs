@@ -34,7 +34,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { adminApi, flannelAnnotations, FLANNEL_PUBLIC_IP, nodeObject, now, pool } from './cluster/api.mjs';
 import { firstEvents, routeMonitor } from './cluster/route-monitor.mjs';
 import { flanneldBinary, startFlannel } from './cluster/flannel.mjs';
-import { relay } from './cluster/relay.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const built = (p) => import(pathToFileURL(path.join(root, 'build', p)).href);
@@ -43,6 +42,7 @@ const { Cleanup } = await built('test/fixtures/cleanup.js');
 const { startService, waitReady } = await built('test/fixtures/service.js');
 const { uniquePrefix, removeNetns } = await built('test/helpers/names.js');
 const { startDaemon, cleanupDaemon, runcAttachReq } = await built('test/helpers/daemon.js');
+const { startRelay } = await built('test/helpers/cluster-fabric.js');
 const { launcherNodeFlags } = await built('bench/lib/knit-process.js');
 
 const args = process.argv.slice(2);
@@ -114,7 +114,7 @@ try {
   const port = Number(new URL(cp.server).port);
   const sock = path.join(dir, 'api.sock');
   for (const ns of [undefined, knitNs, flanNs]) {
-    const r = relay(port, sock, ns);
+    const r = startRelay(port, sock, ns);
     cleanup.defer('relay', () => r.stop());
     await r.up;
   }

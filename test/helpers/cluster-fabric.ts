@@ -202,17 +202,26 @@ export function routeMonitor(ns: string) {
 
 /** The API server listens on the host's loopback; a node netns has its own. A relay carries
  * the TLS stream through a unix socket (the file system is shared): 127.0.0.1:port inside the
- * node netns → the socket → 127.0.0.1:port on the host. Teardown ends each relay by PID. */
-export function apiRelay(t: { teardown(fn: () => void): void }, port: number, sock: string, ns?: string) {
+ * node netns → the socket → 127.0.0.1:port on the host. A child process, ended by PID with
+ * stop(); `up` rejects if it exits before it listens. */
+export function startRelay(port: number, sock: string, ns?: string): { up: Promise<void>; stop(): void } {
   const code = ns
     ? `const n=require('net');n.createServer((c)=>{const u=n.connect(${JSON.stringify(sock)});c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${port},'127.0.0.1',()=>console.log('up'))`
     : `const n=require('net');n.createServer((c)=>{const u=n.connect(${port},'127.0.0.1');c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(${JSON.stringify(sock)},()=>console.log('up'))`;
   const argv = ns ? ['ip', 'netns', 'exec', ns, process.execPath, '-e', code] : [process.execPath, '-e', code];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  const up = new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (c) => reject(new Error(`relay ${ns ?? 'host'} exited ${c}`)));
   });
-  return new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  return { up, stop: () => void (child.exitCode === null && child.kill('SIGKILL')) };
+}
+
+/** startRelay, ended by the test's teardown. */
+export function apiRelay(t: { teardown(fn: () => void): void }, port: number, sock: string, ns?: string): Promise<void> {
+  const r = startRelay(port, sock, ns);
+  t.teardown(r.stop);
+  return r.up;
 }
 
 /** Polls an async condition until it holds (no timing threshold: the deadline only ends a hang). */
