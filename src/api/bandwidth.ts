@@ -10,7 +10,7 @@
 // - annotation values follow the kubelet's bounds, 1k..1P;
 // - the request field and an annotation for the same direction must agree: a conflict is
 //   refused, naming the annotation, rather than one silently overriding the other.
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { KnitError, quote } from '../base/errors.js';
 import type { Bandwidth, InterfaceRequest } from '../base/types.js';
 
@@ -35,7 +35,7 @@ function bitsProblem(text: string): string | undefined {
 /** One uint64 field: a decimal string from the wire (or a number from a JS caller). */
 const bits = z
   .union([z.string(), z.number()])
-  .prefault('0')
+  .default('0')
   .transform((v) => String(v))
   .superRefine((text, ctx) => {
     const problem = bitsProblem(text);

@@ -5,8 +5,9 @@
 // Interfaces: none given means one, eth0, on the default network (what CNI runtimes pass as
 // CNI_IFNAME and what KNI callers read back as ipconfigs["eth0"]); an unnamed interface at
 // index i is eth<i>, go-cni's naming.
-import { z } from 'zod';
+import { z } from 'zod/v3'; // why v3: docs/architecture.md, "What a node loads"
 import { KnitError, quote, renameField } from '../base/errors.js';
+import { issueText } from '../base/zod-issue.js';
 import { RUNTIME_CHOICES, runtimeFromWireName } from '../base/runtime-kinds.js';
 import type { AttachRequest, Extension, InterfaceRequest, PortMapping, RuntimeKind, DnsConfig } from '../base/types.js';
 import * as rules from './rules.js';
@@ -18,7 +19,7 @@ import type { WireAttachRequest } from './wire-types.js';
 
 type Check<T> = (v: T) => rules.Problem;
 
-function checked<S extends z.ZodType>(schema: S, ...checks: Check<z.output<S>>[]) {
+function checked<S extends z.ZodTypeAny>(schema: S, ...checks: Check<z.output<S>>[]) {
   return schema.superRefine((v, ctx) => {
     for (const check of checks) {
       const problem = check(v);
@@ -40,8 +41,8 @@ const stringMap = z.record(z.string(), z.string()).superRefine((m, ctx) => {
   }
 });
 
-const sandboxId = checked(z.string(), rules.sandboxIdProblem).prefault('');
-const optionalName = checked(z.string(), (v) => rules.nameProblem(v)).prefault('');
+const sandboxId = checked(z.string(), rules.sandboxIdProblem).default('');
+const optionalName = checked(z.string(), (v) => rules.nameProblem(v)).default('');
 
 const runtime = z
   .union([z.string(), z.number()])
@@ -69,9 +70,9 @@ const portMapping = z
         }
       })
       .default('PROTOCOL_UNSPECIFIED'),
-    container_port: checked(z.number(), (v) => rules.portProblem(v, false)).prefault(0),
-    host_port: checked(z.number(), (v) => rules.portProblem(v, true)).prefault(0),
-    host_ip: checked(z.string(), optional(rules.ipProblem)).prefault(''),
+    container_port: checked(z.number(), (v) => rules.portProblem(v, false)).default(0),
+    host_port: checked(z.number(), (v) => rules.portProblem(v, true)).default(0),
+    host_ip: checked(z.string(), optional(rules.ipProblem)).default(''),
   })
   .transform(
     (p): PortMapping => ({
@@ -87,7 +88,7 @@ const dns = z
     nameservers: z.array(checked(z.string(), rules.ipProblem)).default([]),
     search: z.array(checked(z.string(), rules.searchDomainProblem)).default([]),
     options: z.array(checked(z.string(), (v) => (v === '' ? 'must not be empty' : undefined))).default([]),
-    domain: checked(z.string(), optional(rules.searchDomainProblem)).prefault(''),
+    domain: checked(z.string(), optional(rules.searchDomainProblem)).default(''),
   })
   .nullish()
   .transform((d): DnsConfig | undefined => {
@@ -102,8 +103,8 @@ const dns = z
 
 const device = z
   .object({
-    bdf: checked(z.string(), optional(rules.bdfProblem)).prefault(''),
-    netdev: checked(z.string(), optional(rules.ifnameProblem)).prefault(''),
+    bdf: checked(z.string(), optional(rules.bdfProblem)).default(''),
+    netdev: checked(z.string(), optional(rules.ifnameProblem)).default(''),
     pool: optionalName,
     device: optionalName,
     parameters: z.custom<StructMsg>().nullish(),
@@ -124,8 +125,8 @@ const iface = z
   .object({
     name: checked(z.string(), rules.ifnameProblem),
     network: optionalName,
-    mac: checked(z.string(), optional(rules.macProblem)).prefault(''),
-    mtu: checked(z.number(), rules.mtuProblem).prefault(0),
+    mac: checked(z.string(), optional(rules.macProblem)).default(''),
+    mtu: checked(z.number(), rules.mtuProblem).default(0),
     ips: z.array(checked(z.string(), rules.cidrProblem)).default([]),
     device,
     binding: stringMap.default({}),
@@ -193,8 +194,8 @@ const attachSchema = z
     pod_name: optionalName,
     pod_namespace: optionalName,
     pod_uid: optionalName,
-    netns_path: checked(z.string(), (v) => rules.netnsPathProblem(v)).prefault(''),
-    runtime: runtime.default('runc'),
+    netns_path: checked(z.string(), (v) => rules.netnsPathProblem(v)).default(''),
+    runtime: runtime.default('RUNTIME_UNSPECIFIED'),
     interfaces,
     port_mappings: z.array(portMapping).default([]),
     dns,
@@ -242,15 +243,14 @@ export interface ValidateOptions {
   rename?: (path: string) => string;
 }
 
-function parse<S extends z.ZodType>(schema: S, input: unknown, opts: ValidateOptions = {}): z.output<S> {
+function parse<S extends z.ZodTypeAny>(schema: S, input: unknown, opts: ValidateOptions = {}): z.output<S> {
   const r = schema.safeParse(input);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   let field = fieldPath(issue.path);
   if (opts.rename) field = opts.rename(field);
   field = (opts.prefix ?? '') + field;
-  const message = issue.code === 'custom' ? issue.message : issue.message.replace(/^Invalid input: /, '');
-  throw KnitError.invalid(field || '(request)', message);
+  throw KnitError.invalid(field || '(request)', issueText(issue));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ export function validateSandboxId(value: unknown, field = 'sandbox_id'): string 
 
 const detachSchema = z.object({
   sandbox_id: sandboxId,
-  netns_path: checked(z.string(), (v) => (v === '' ? undefined : rules.netnsPathProblem(v))).prefault(''),
+  netns_path: checked(z.string(), (v) => (v === '' ? undefined : rules.netnsPathProblem(v))).default(''),
 });
 
 export function validateDetach(wire: { sandbox_id?: string; netns_path?: string }): { sandboxId: string; netnsPath?: string } {
@@ -294,7 +294,7 @@ const gcSchema = z.object({
     .array(
       z.object({
         sandbox_id: sandboxId,
-        interface_name: checked(z.string(), optional(rules.ifnameProblem)).prefault(''),
+        interface_name: checked(z.string(), optional(rules.ifnameProblem)).default(''),
       }),
     )
     .default([]),
@@ -331,7 +331,7 @@ const extensionSchema = z.object({
     if (!(String(v) in phases)) ctx.addIssue({ code: 'custom', message: 'must be POST_ATTACH or PRE_DETACH' });
   }),
   required: z.boolean().default(false),
-  order: z.number().int().prefault(0),
+  order: z.number().int().default(0),
 });
 
 export function validateExtension(wire: unknown): Extension {
@@ -358,7 +358,7 @@ export function validateAddInterface(wire: unknown, opts?: ValidateOptions): { s
 
 const removeInterfaceSchema = z.object({
   sandbox_id: sandboxId,
-  name: checked(z.string(), rules.ifnameProblem).prefault(''),
+  name: checked(z.string(), rules.ifnameProblem).default(''),
 });
 
 export function validateRemoveInterface(wire: unknown): { sandboxId: string; name: string } {

@@ -1,8 +1,9 @@
 // One CNI call as the shim forwards it (protocol v1, docs/cni-frontend.md), and the parts of
 // its config and CNI_ARGS knit reads.
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { CniCode } from '../base/errors.js';
 import { CniError } from '../cni/spec.js';
+import { issueText } from '../base/zod-issue.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -30,7 +31,10 @@ export function parseShimRequest(text: string): ShimRequest {
     throw new CniError(CniCode.incompatibleVersion, `knit-cni protocol ${JSON.stringify(v)} is not ${PROTOCOL_VERSION}: install the knit-cni of this daemon (knit install-cni)`);
   }
   const r = shimRequest.safeParse(json);
-  if (!r.success) throw new CniError(CniCode.decodeFailure, `knit-cni request: ${r.error.issues[0]!.path.join('.')} ${r.error.issues[0]!.message}`);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new CniError(CniCode.decodeFailure, `knit-cni request: ${issue.path.join('.')}: ${issueText(issue)}`);
+  }
   return r.data;
 }
 

@@ -3,7 +3,7 @@
 // keys are errors, so a typo ("subnett") is reported instead of silently ignored. Checks that
 // span fields (unique names, overlapping subnets, ...) are in checks.ts.
 
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { tryParseCidr, tryParseIp } from '../ipam/ip.js';
 
 /** Pod network for the embedded default. 10.118.0.0/20 sits outside the ranges other tools
@@ -212,7 +212,7 @@ export const configSchema = z.strictObject({
       maxAttempts: z.number().int().min(1).max(100).default(6),
       backoffMs: z.number().int().min(10).max(3_600_000).default(5_000),
     })
-    .prefault({}),
+    .default({}),
   /** Every this many seconds knit detaches the sandboxes whose network namespace is gone
    * (deleted without a Detach or CNI DEL); 0 turns the timer off. Start-up, a pool running dry
    * and a sandbox's host link vanishing sweep too, whatever this says (src/core/gone-netns.ts). */
@@ -233,12 +233,12 @@ export const configSchema = z.strictObject({
        * it): Kata runtime-rs's dan_conf default, DEFDANCONF in src/runtime-rs/Makefile. */
       danDir: absolutePath.default('/run/kata-containers/dans'),
     })
-    .prefault({}),
+    .default({}),
   /** knit as a Kubernetes DRA driver for NICs (src/dra, README "Devices through DRA"): off
    * unless this block is present, and then loaded only then (a node without it pays nothing). */
   dra: draSchema.optional(),
-  // prefault: the default goes through the schema, so its own defaults (mtu, routes...) apply.
-  networks: z.array(networkSchema).min(1).prefault(() => [{ name: 'knit0', mode: 'bridge', bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
+  // The default goes through the schema, so its own defaults (mtu, routes...) apply.
+  networks: z.array(networkSchema).min(1).default(() => [{ name: 'knit0', mode: 'bridge' as const, bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });
 
 export type RawConfig = z.output<typeof configSchema>;

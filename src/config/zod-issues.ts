@@ -1,10 +1,8 @@
 // zod issues as config problems a person can act on: the offending value quoted, one problem
 // per unknown key (with the key in the path, so its line can be found).
 
-import type { z } from 'zod';
+import type { ZodIssue } from 'zod/v3';
 import type { ConfigIssue } from './checks.js';
-
-type ZodIssue = z.ZodError['issues'][number];
 
 export function fromZodIssues(issues: readonly ZodIssue[], input: unknown): ConfigIssue[] {
   return issues.flatMap((issue): ConfigIssue[] => {
@@ -20,12 +18,14 @@ function describeIssue(issue: ZodIssue, value: unknown): string {
   switch (issue.code) {
     case 'invalid_type':
       if (value === undefined) return 'is required';
-      return `expected ${issue.expected === 'int' ? 'an integer' : issue.expected}, got ${describeValue(value)}`;
-    case 'invalid_value':
-      return `${describeValue(value)} is not one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+      return `expected ${issue.expected === 'integer' ? 'an integer' : issue.expected}, got ${describeValue(value)}`;
+    case 'invalid_enum_value':
+      return `${describeValue(value)} is not one of ${issue.options.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'invalid_literal':
+      return `${describeValue(value)} is not ${JSON.stringify(issue.expected)}`;
     case 'too_small':
-      if (issue.origin === 'array') return `needs at least ${issue.minimum} ${Number(issue.minimum) === 1 ? 'entry' : 'entries'}`;
-      if (issue.origin === 'string') return 'must not be empty';
+      if (issue.type === 'array') return `needs at least ${issue.minimum} ${Number(issue.minimum) === 1 ? 'entry' : 'entries'}`;
+      if (issue.type === 'string') return 'must not be empty';
       return `${describeValue(value)} is below the minimum ${issue.minimum}`;
     case 'too_big':
       return `${describeValue(value)} is above the maximum ${issue.maximum}`;

@@ -7,8 +7,9 @@
 // VF to vfio-pci for a VM. Unknown keys are rejected (dranet decodes strictly too), so a typo
 // does not silently drop a setting. Errors name the field: `parameters.routes[1].gw: ...`.
 import { isIP } from 'node:net';
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { KnitError } from '../base/errors.js';
+import { issueText } from '../base/zod-issue.js';
 
 export type AttachMode = 'netdev' | 'vfio';
 export type VlanProto = '802.1Q' | '802.1ad';
@@ -82,11 +83,11 @@ function macProblem(v: string): Problem {
 const int = (min: number, max: number, unit = '') =>
   z.unknown().transform((v, ctx) => {
     if (typeof v !== 'number' || !Number.isInteger(v)) {
-      ctx.addIssue({ code: 'custom', message: `${q(v)} is not an integer` });
+      ctx.addIssue({ code: 'custom', message: `${q(v)} is not an integer`, fatal: true });
       return z.NEVER;
     }
     if (v < min || v > max) {
-      ctx.addIssue({ code: 'custom', message: `${v} is out of range ${min}..${max}${unit}` });
+      ctx.addIssue({ code: 'custom', message: `${v} is out of range ${min}..${max}${unit}`, fatal: true });
       return z.NEVER;
     }
     return v;
@@ -95,12 +96,12 @@ const int = (min: number, max: number, unit = '') =>
 const text = (check: (v: string) => Problem) =>
   z.unknown().transform((v, ctx) => {
     if (typeof v !== 'string') {
-      ctx.addIssue({ code: 'custom', message: `${q(v)} is not a string` });
+      ctx.addIssue({ code: 'custom', message: `${q(v)} is not a string`, fatal: true });
       return z.NEVER;
     }
     const problem = check(v);
     if (problem) {
-      ctx.addIssue({ code: 'custom', message: problem });
+      ctx.addIssue({ code: 'custom', message: problem, fatal: true });
       return z.NEVER;
     }
     return v;
@@ -110,7 +111,7 @@ const oneOf = <T extends string>(names: Record<string, T>) =>
   z.unknown().transform((v, ctx) => {
     const hit = typeof v === 'string' ? names[v] : undefined;
     if (hit === undefined) {
-      ctx.addIssue({ code: 'custom', message: `${q(v)} is not one of ${[...new Set(Object.values(names))].join(', ')}` });
+      ctx.addIssue({ code: 'custom', message: `${q(v)} is not one of ${[...new Set(Object.values(names))].join(', ')}`, fatal: true });
       return z.NEVER;
     }
     return hit;
@@ -121,7 +122,7 @@ const onOff = z.unknown().transform((v, ctx) => {
   if (typeof v === 'boolean') return v;
   if (v === 'on') return true;
   if (v === 'off') return false;
-  ctx.addIssue({ code: 'custom', message: `${q(v)} is not a boolean (true/false or "on"/"off")` });
+  ctx.addIssue({ code: 'custom', message: `${q(v)} is not a boolean (true/false or "on"/"off")`, fatal: true });
   return z.NEVER;
 });
 
@@ -133,8 +134,7 @@ const route = z.strictObject({
   mtu: mtu.optional(),
 });
 
-const schema = z
-  .strictObject({
+const fields = z.strictObject({
     mode: oneOf<AttachMode>({ netdev: 'netdev', vfio: 'vfio' }).optional(),
     interfaceName: text(ifnameProblem).optional(),
     addresses: z.array(text(cidrProblem)).optional(),
@@ -149,35 +149,36 @@ const schema = z
     minTxRate: int(0, 0xffffffff, ' Mbps').optional(),
     maxTxRate: int(0, 0xffffffff, ' Mbps').optional(),
     linkState: oneOf<VfLinkState>({ auto: 'auto', enable: 'enable', disable: 'disable' }).optional(),
-  })
-  .superRefine((p, ctx) => {
-    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
-    const vlan = p.vlan ?? 0;
-    if (p.qos !== undefined && p.qos !== 0 && vlan === 0) issue(['qos'], 'needs a vlan (QoS is the 802.1p priority of VLAN-tagged frames)');
-    if (p.vlanProto === '802.1ad' && vlan === 0) issue(['vlanProto'], '802.1ad needs a vlan');
-    if (p.minTxRate && p.maxTxRate && p.minTxRate > p.maxTxRate) {
-      issue(['minTxRate'], `${p.minTxRate} Mbps is above maxTxRate (${p.maxTxRate} Mbps)`);
-    }
-    if (p.mode === 'vfio' && p.interfaceName !== undefined) {
-      issue(['interfaceName'], 'is not used in vfio mode: the VM names its own interfaces');
-    }
-    p.routes?.forEach((r, i) => {
-      const dstFamily = r.dst === 'default' ? undefined : cidrFamily(r.dst);
-      const gwFamily = r.gw === undefined ? undefined : isIP(r.gw);
-      if (r.dst === 'default' && gwFamily === undefined) issue(['routes', i, 'dst'], '"default" needs a gw (it says whether this is the IPv4 or IPv6 default)');
-      if (typeof dstFamily === 'number' && gwFamily !== undefined && gwFamily !== dstFamily) {
-        issue(['routes', i, 'gw'], `${q(r.gw)} is IPv${gwFamily} but dst ${q(r.dst)} is IPv${dstFamily}`);
-      }
-    });
-    const seen = new Map<string, number>();
-    p.addresses?.forEach((a, i) => {
-      const first = seen.get(a);
-      if (first !== undefined) issue(['addresses', i], `${q(a)} is already addresses[${first}]`);
-      else seen.set(a, i);
-    });
   });
 
-const KNOWN = Object.keys(schema.shape).join(', ');
+const schema = fields.superRefine((p, ctx) => {
+  const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+  const vlan = p.vlan ?? 0;
+  if (p.qos !== undefined && p.qos !== 0 && vlan === 0) issue(['qos'], 'needs a vlan (QoS is the 802.1p priority of VLAN-tagged frames)');
+  if (p.vlanProto === '802.1ad' && vlan === 0) issue(['vlanProto'], '802.1ad needs a vlan');
+  if (p.minTxRate && p.maxTxRate && p.minTxRate > p.maxTxRate) {
+    issue(['minTxRate'], `${p.minTxRate} Mbps is above maxTxRate (${p.maxTxRate} Mbps)`);
+  }
+  if (p.mode === 'vfio' && p.interfaceName !== undefined) {
+    issue(['interfaceName'], 'is not used in vfio mode: the VM names its own interfaces');
+  }
+  p.routes?.forEach((r, i) => {
+    const dstFamily = r.dst === 'default' ? undefined : cidrFamily(r.dst);
+    const gwFamily = r.gw === undefined ? undefined : isIP(r.gw);
+    if (r.dst === 'default' && gwFamily === undefined) issue(['routes', i, 'dst'], '"default" needs a gw (it says whether this is the IPv4 or IPv6 default)');
+    if (typeof dstFamily === 'number' && gwFamily !== undefined && gwFamily !== dstFamily) {
+      issue(['routes', i, 'gw'], `${q(r.gw)} is IPv${gwFamily} but dst ${q(r.dst)} is IPv${dstFamily}`);
+    }
+  });
+  const seen = new Map<string, number>();
+  p.addresses?.forEach((a, i) => {
+    const first = seen.get(a);
+    if (first !== undefined) issue(['addresses', i], `${q(a)} is already addresses[${first}]`);
+    else seen.set(a, i);
+  });
+});
+
+const KNOWN = Object.keys(fields.shape).join(', ');
 
 /** ['routes', 1, 'gw'] -> 'routes[1].gw' */
 function joinPath(base: string, segments: readonly PropertyKey[]): string {
@@ -202,7 +203,7 @@ export function parseDeviceParameters(input: unknown, field = 'parameters'): Dev
     if (issue.code === 'invalid_type' && issue.path.length === 0) {
       throw KnitError.invalid(field, `must be an object, not ${Array.isArray(input) ? 'an array' : typeof input}`);
     }
-    throw KnitError.invalid(joinPath(field, issue.path), issue.message.replace(/^Invalid input: /, ''));
+    throw KnitError.invalid(joinPath(field, issue.path), issueText(issue));
   }
   const p = r.data;
   const out: DeviceParameters = { mode: p.mode ?? 'netdev', addresses: p.addresses ?? [], routes: [] };

@@ -48,3 +48,14 @@ test('the knit command loads the daemon only for serve', (t) => {
   t.false(cli.has('pino'), 'pino is the daemon\'s');
   t.false(cli.has('yaml'));
 });
+
+test('knit loads zod through its v3 entry only: the package root also loads 40-odd locales, the JSON Schema generator and the compiler (+3.6 MiB)', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);
+  staticPackages(path.join(build, 'src', 'cli', 'main.js'), files);
+  const zodImports = new Set<string>();
+  for (const file of files) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/(?:from\s|import\s*\(?)\s*['"](zod(?:\/[^'"]*)?)['"]/g)) zodImports.add(m[1]!);
+  }
+  t.deepEqual([...zodImports], ['zod/v3']);
+});

@@ -6,7 +6,7 @@ import { mkdtemp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { atomicWriteFile, removeFile } from '../../src/store/atomic.js';
 import { RecordStore } from '../../src/store/record-store.js';
 import { fileNameOf } from '../../src/store/file-names.js';
