@@ -1,8 +1,9 @@
 // Boot: a node coming up with its pods. `pods` sandboxes (the kubelet's default max-pods, 110)
 // get their network through CNI ADDs issued all at once, twice:
 //  - knit-cni, with a knit daemon started at the same moment (its first start, an empty run
-//    dir): ADDs that come before the daemon is ready fail with CNI code 11 ("try again later")
-//    and are retried every RETRY_MS, as a runtime retries a failed sandbox;
+//    dir): ADDs that come before the daemon is ready wait for it in the shim (its
+//    daemonWaitSeconds); one that still fails with CNI code 11 ("try again later") is retried
+//    after RETRY_MS, as the kubelet retries a failed sandbox;
 //  - the bridge plugin with host-local, exec'd the same way (no daemon to wait for).
 // Reported: the time until all have their network, each ADD's own time, and each pod's time
 // from the start with its retries. The netns, bridges and the daemon go at the end (untimed).
@@ -18,8 +19,10 @@ import { cniEnv, ipBatch, spawnAsRuntime } from '../lib/exec.js';
 import { benchRunDir, daemonCommand, daemonConfig, SHIM, shimConfig } from '../contenders/knit.js';
 import { bridgeHostLocal, CNI_BIN_DIR, keepHostForwarding } from '../contenders/cni.js';
 
-/** How long a runtime waits before retrying an ADD that answered code 11. */
-const RETRY_MS = 100;
+/** How long a runtime waits before retrying an ADD that answered code 11: the kubelet requeues
+ * a pod whose sync failed after 10 s (pkg/kubelet/kubelet.go, backOffPeriod; jittered up to
+ * 15 s by pod_workers.go's completeWork). */
+const RETRY_MS = 10_000;
 /** CNI's "try again later": the error object's code (the plugin exits non-zero). */
 const TRY_AGAIN = 11;
 const cniErrorCode = (stdout: string) => {

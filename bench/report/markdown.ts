@@ -152,7 +152,7 @@ function bootSection(r: BenchResults): string {
   return [
     '## Boot (ms)',
     '',
-    `${r.boot![0]?.pods ?? 0} pods' CNI ADDs at once: through knit-cni with knit's daemon started at the same moment (ADDs before it is ready answer "try again later", code 11, and are retried every 100 ms as a runtime retries), and through the bridge plugin. Wall = until every pod had its network (knit ÷ bridge ${ratio(wall('knit-cni'), wall('cni'))}); "per ADD" is each successful exec alone, "per pod" from the start with its retries.`,
+    `${r.boot![0]?.pods ?? 0} pods' CNI ADDs at once: through knit-cni with knit's daemon started at the same moment (an ADD before it is ready waits in the shim, up to its daemonWaitSeconds; one answered "try again later", code 11, is retried after 10 s, as the kubelet retries a failed sandbox), and through the bridge plugin. Wall = until every pod had its network (knit ÷ bridge ${ratio(wall('knit-cni'), wall('cni'))}); "per ADD" is each successful exec alone (a shim's wait for the daemon included), "per pod" from the start with its retries.`,
     '',
     table(['contender', 'pods', 'wall', 'daemon ready', 'retried ADDs', 'per ADD p50', 'p99', 'per pod p50', 'p99', 'failed'], rows),
   ].join('\n');

@@ -7,10 +7,12 @@
 //   shim -> daemon: one JSON object {"v":1,"command","containerId","netns","ifname","args",
 //                   "path","config"}, then shutdown(SHUT_WR)
 //   daemon -> shim: "knit-cni/1 <exit code>\n" followed by the bytes for stdout
-// Daemon unreachable: ADD/CHECK/GC fail with CNI code 11 (try again later), STATUS with 50
-// (plugin not available, the code CNI 1.1 gives STATUS for "not ready"); DEL is
-// written to the durable delete queue (conflist "deleteQueue") that the daemon drains at
-// start-up, and succeeds.
+// Daemon not listening yet (no socket, or a stale one): ADD/CHECK/GC wait for it up to
+// "daemonWaitSeconds" (default 10), so pods whose ADDs come while a node's knit starts get
+// their network once it serves rather than after the runtime's retry back-off. Still
+// unreachable then: CNI code 11 (try again later). STATUS answers at once, 50 (plugin not
+// available, the code CNI 1.1 gives STATUS for "not ready"); DEL is written to the durable
+// delete queue (conflist "deleteQueue") that the daemon drains at start-up, and succeeds.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,9 @@ extern "C" const char kKnitShimMarker[] __attribute__((used)) = "knit-cni-shim-m
 const char *kDefaultSocket = "/run/knit/cni.sock";
 const char *kDefaultDeleteQueue = "/var/lib/knit/cni-delete-queue";
 const int kDefaultTimeoutSeconds = 60;
+const int kDefaultDaemonWaitSeconds = 10;
+// Between connects while the daemon starts: a failed connect costs a few microseconds.
+const int kConnectRetryMs = 25;
 const char *kSupportedVersions = "[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]";
 
 std::string readAll(int fd) {
@@ -156,6 +161,23 @@ int connectDaemon(const std::string &path, int timeoutSeconds) {
   return fd;
 }
 
+long long monotonicMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+// Connects, trying again while the daemon is starting (no socket file yet, or one nobody
+// accepts on) until waitSeconds have passed; -1 with errno from the last try.
+int connectWaiting(const std::string &path, int timeoutSeconds, int waitSeconds) {
+  const long long until = monotonicMs() + waitSeconds * 1000LL;
+  for (;;) {
+    int fd = connectDaemon(path, timeoutSeconds);
+    if (fd >= 0 || (errno != ENOENT && errno != ECONNREFUSED) || monotonicMs() >= until) return fd;
+    usleep(kConnectRetryMs * 1000);
+  }
+}
+
 // Reads the answer, bounded by the whole-call deadline (SO_RCVTIMEO bounds each read only).
 bool readAnswer(int fd, time_t deadline, std::string &out) {
   char buf[65536];
@@ -225,6 +247,11 @@ int main() {
   if (queueDir.empty()) queueDir = kDefaultDeleteQueue;
   int timeoutSeconds = atoi(topLevelValue(config, "timeoutSeconds").c_str());
   if (timeoutSeconds <= 0) timeoutSeconds = kDefaultTimeoutSeconds;
+  std::string waitText = topLevelValue(config, "daemonWaitSeconds");
+  int waitSeconds = waitText.empty() ? kDefaultDaemonWaitSeconds : atoi(waitText.c_str());
+  // STATUS reports readiness as it is; a DEL has its queue.
+  if (command == "STATUS" || command == "DEL" || waitSeconds < 0) waitSeconds = 0;
+  if (waitSeconds > timeoutSeconds) waitSeconds = timeoutSeconds;
 
   std::string request = "{\"v\":1,\"command\":" + jsonString(command) +
                         ",\"containerId\":" + jsonString(env("CNI_CONTAINERID")) +
@@ -235,9 +262,10 @@ int main() {
                         ",\"config\":" + jsonString(config) + "}";
 
   time_t deadline = time(nullptr) + timeoutSeconds;
-  int fd = connectDaemon(socketPath, timeoutSeconds);
+  int fd = connectWaiting(socketPath, timeoutSeconds, waitSeconds);
   if (fd < 0) {
     std::string why = strerror(errno);
+    if (waitSeconds > 0) why += " (waited " + std::to_string(waitSeconds) + " s for it)";
     if (command == "DEL") {
       if (queueDelete(queueDir, env("CNI_CONTAINERID"), env("CNI_IFNAME"), request)) return 0;
       return fail(cniVersion, 11, "knit daemon unreachable at " + socketPath + " and the delete could not be queued in " + queueDir,

@@ -1,9 +1,10 @@
 // knit-cni exec'd exactly as a container runtime execs a CNI plugin (env + config on stdin),
 // against a real daemon: every verb, results per cniVersion, errors as CNI error JSON, the
-// daemon down (code 11, DEL queued durably and carried out at the next start). Checked with
+// daemon starting (the ADD waits for it), the daemon down (code 11, DEL queued durably and
+// carried out at the next start). Checked with
 // `ip -j -d`, ping, and knit's own records.
 import test from 'ava';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { startDaemon, cleanupDaemon, ipJson, pingFrom, hostLinks, podFactory, eventually, type Daemon } from '../helpers/daemon.js';
@@ -28,20 +29,20 @@ test.after.always(async () => {
 
 const conf = (extra: object = {}) => knitShimConf(P, d!.dir, extra);
 
-function shim(command: string, env: { id?: string; netns?: string; ifname?: string; args?: string }, config: object) {
-  const r = spawnSync(SHIM, [], {
-    input: JSON.stringify(config),
-    encoding: 'utf8',
-    env: {
-      PATH: process.env.PATH,
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: env.id ?? '',
-      CNI_NETNS: env.netns ?? '',
-      CNI_IFNAME: env.ifname ?? 'eth0',
-      CNI_ARGS: env.args ?? '',
-      CNI_PATH: '/usr/lib/cni',
-    },
-  });
+type ShimEnv = { id?: string; netns?: string; ifname?: string; args?: string };
+
+const shimEnv = (command: string, env: ShimEnv) => ({
+  PATH: process.env.PATH,
+  CNI_COMMAND: command,
+  CNI_CONTAINERID: env.id ?? '',
+  CNI_NETNS: env.netns ?? '',
+  CNI_IFNAME: env.ifname ?? 'eth0',
+  CNI_ARGS: env.args ?? '',
+  CNI_PATH: '/usr/lib/cni',
+});
+
+function shim(command: string, env: ShimEnv, config: object) {
+  const r = spawnSync(SHIM, [], { input: JSON.stringify(config), encoding: 'utf8', env: shimEnv(command, env) });
   return { code: r.status, out: r.stdout ? (r.stdout.trim() ? JSON.parse(r.stdout) : undefined) : undefined, raw: r.stdout };
 }
 
@@ -181,7 +182,9 @@ test.serial('daemon down: STATUS fails with 50 (plugin not available) and ADD wi
   t.is(status.out.code, 50);
   t.true(status.out.msg.includes(conf().socket));
   const p8 = pod(8);
-  t.is(shim('ADD', { id: p8.id, netns: p8.path }, conf()).out.code, 11);
+  const refused = shim('ADD', { id: p8.id, netns: p8.path }, conf({ daemonWaitSeconds: 1 }));
+  t.is(refused.out.code, 11, refused.raw);
+  t.true(refused.out.msg.includes(`${conf().socket}: No such file or directory (waited 1 s for it)`), refused.out.msg);
   const del = shim('DEL', { id: p.id, netns: p.path }, conf());
   t.is(del.code, 0, del.raw);
   const queue = conf().deleteQueue;
@@ -193,6 +196,30 @@ test.serial('daemon down: STATUS fails with 50 (plugin not available) and ADD wi
   await linksGone(p.id);
   t.is(shim('STATUS', {}, conf()).code, 0);
   t.false(existsSync(path.join(queue, 'x')));
+});
+
+test.serial('daemon starting: an ADD that comes before the daemon listens waits in the shim and gets its network once the daemon serves, with no retry', async (t) => {
+  await d!.stop();
+  const p = pod(12);
+  const child = spawn(SHIM, [], { env: shimEnv('ADD', { id: p.id, netns: p.path }), stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (b) => (out += b));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  child.stdin.end(JSON.stringify(conf()));
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    t.is(child.exitCode, null, `the shim answered while the daemon was down: ${out}`);
+    d = await d!.restart();
+    t.is(await exited, 0, out);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+  const result = JSON.parse(out);
+  t.regex(result.ips[0].address, /^10\.171\.1\.\d+\/24$/);
+  t.true(pingFrom(p.ns, '10.171.1.1'));
+  t.is((await d!.call('Query', { sandbox_id: p.id })).sandbox.request.sandbox_id, p.id);
+  t.is(shim('DEL', { id: p.id, netns: p.path }, conf()).code, 0);
+  await linksGone(p.id);
 });
 
 test.serial('daemon killed with -9 mid-ADD: the shim answers 11, the runtime\'s DEL is queued, the next start leaves nothing', async (t) => {
