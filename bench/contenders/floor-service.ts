@@ -16,10 +16,12 @@ export class FloorServer {
   private daemon?: Daemon;
   private client?: grpc.Client;
 
-  /** Starts build/bench/grpc/<script> with the socket first and `args` after it. */
-  async start(ctx: SetupContext, script: string, args: readonly string[], what: string): Promise<void> {
+  /** Starts build/bench/grpc/<script> with the socket first and `args` after it, under
+   * `nodeFlags` (the no-logic servers run under knit's own, so that knit's row over theirs is
+   * its logic and not the interpreter's cost on grpc-js). */
+  async start(ctx: SetupContext, script: string, args: readonly string[], what: string, nodeFlags: readonly string[]): Promise<void> {
     const socket = path.join(ctx.scratch, `${path.basename(script, '.js')}.sock`);
-    this.daemon = await startDaemon({ what, cmd: process.execPath, args: [path.join(grpcDir, script), socket, ...args], readyLine: /^ready$/ });
+    this.daemon = await startDaemon({ what, cmd: process.execPath, args: [...nodeFlags, path.join(grpcDir, script), socket, ...args], readyLine: /^ready$/ });
     ctx.trackPid(this.daemon.pid, what);
     const Floor = floorService();
     this.client = new Floor(`unix://${socket}`, grpc.credentials.createInsecure());

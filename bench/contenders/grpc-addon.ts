@@ -4,14 +4,17 @@
 // Attach and detach are timed client-observed with a grpc-js client, as for 'knit': what knit
 // takes beyond this row is its own logic (validation, plan, IPAM, the journal and records, its
 // tags and checks); what this row takes beyond floor-c plus the empty call is the addon's hops.
+// The server runs under bin/knit's node flags, as knit's daemon does; `grpc-addon-v8default`
+// runs it on node's defaults, beside `knit-v8default`.
 import type { BenchNetwork, Contender, Flavor, Sandbox, SetupContext } from '../lib/contender.js';
 import { createBridge } from '../lib/world.js';
 import { ipBatch, untilReaped } from '../lib/exec.js';
 import { FloorServer } from './floor-service.js';
+import { launcherNodeFlags } from '../lib/knit-process.js';
 
 export class GrpcAddonContender implements Contender {
-  readonly name = 'grpc-addon';
-  readonly label = 'gRPC + the floor\'s requests through knit\'s addon (no knit logic)';
+  readonly name: string;
+  readonly label: string;
   readonly kind = 'network';
   readonly flavors: readonly Flavor[] = ['runc'];
   readonly maxConcurrency = 16;
@@ -26,13 +29,18 @@ export class GrpcAddonContender implements Contender {
   private made = 0;
   private readonly hostLinks = new Map<string, string>();
 
+  constructor(private readonly knitFlags = true) {
+    this.name = knitFlags ? 'grpc-addon' : 'grpc-addon-v8default';
+    this.label = `gRPC + the floor's requests through knit's addon (no knit logic; ${knitFlags ? "bin/knit's node flags" : "node's defaults"})`;
+  }
+
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
     this.hostPrefix = `${ctx.prefix}a-`;
     this.group = 0x0b000000 + (parseInt(ctx.prefix.replace(/[^0-9a-z]/g, ''), 36) % 0xffffff);
     await createBridge(this.net);
     this.bridgeMade = true;
-    await this.server.start(ctx, 'addon-server.js', [this.net.bridge, String(this.group)], 'addon floor server');
+    await this.server.start(ctx, 'addon-server.js', [this.net.bridge, String(this.group)], 'addon floor server', this.knitFlags ? launcherNodeFlags() : []);
   }
 
   attach(sb: Sandbox): Promise<void> {

@@ -24,5 +24,6 @@ export const CONTENDERS: ReadonlyArray<{ name: string; tag: string; make: () => 
   { name: 'grpc', tag: 'g', make: () => new GrpcBaselineContender() },
   { name: 'grpc-c', tag: 'h', make: () => new GrpcBaselineContender('c-core') },
   { name: 'grpc-addon', tag: 'a', make: () => new GrpcAddonContender() },
+  { name: 'grpc-addon-v8default', tag: 'd', make: () => new GrpcAddonContender(false) },
   { name: 'grpc-cni', tag: 'b', make: () => new GrpcCniContender() },
 ];

@@ -37,7 +37,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --full                 also churn, scale (10/100/1000 attached) and the VM runtimes
   --iterations N         measured rounds of the latency run (default 100)
   --warmup N             warm-up rounds, discarded (default 10)
-  --only a,b             contenders to run: knit, knit-c, knit-cni, knit-shim, knit-v8default, knit-alt (KNIT_BENCH_ALT_ROOT: another checkout's build; only when named), cni, floor-c, floor-ip, grpc, grpc-c, grpc-addon, grpc-cni (default all)
+  --only a,b             contenders to run: knit, knit-c, knit-cni, knit-shim, knit-v8default, knit-alt (KNIT_BENCH_ALT_ROOT: another checkout's build; only when named), cni, floor-c, floor-ip, grpc, grpc-c, grpc-addon, grpc-addon-v8default, grpc-cni (default all)
   --churn-seconds S      churn time per contender and concurrency (default 5)
   --churn-concurrency L  concurrency levels tried in churn (default 1,4)
   --scale L              scale levels (default 10,100,1000)

@@ -33,6 +33,7 @@ export const COLORS: Record<string, string> = {
   'knit-shim': '#d35400',
   'grpc-c': '#a0a0a0',
   'grpc-addon': '#16a085',
+  'grpc-addon-v8default': '#48c9b0',
   'grpc-cni': '#2c3e50',
   'knit-v8default': '#e84393',
 };
