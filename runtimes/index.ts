@@ -5,11 +5,11 @@ import type { Strategy } from '../src/base/strategy.js';
 import { runcStrategy } from './runc/index.js';
 import { kataStrategy } from './kata/index.js';
 import { kubevirtStrategy } from './kubevirt/index.js';
-import { withDevices } from './with-devices/index.js';
+import { withDevices } from './with-devices/gate.js';
 import { withCniChains } from './with-cni-chains/index.js';
 
-/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/with-devices) on any interface, and
- * CNI plugin chains (runtimes/with-cni-chains) on networks of mode "cni". */
+/** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/with-devices, loaded on first
+ * use) on any interface, and CNI plugin chains (runtimes/with-cni-chains) on networks of mode "cni". */
 export const strategies: Record<RuntimeKind, Strategy> = {
   runc: withDevices(withCniChains(runcStrategy)),
   kata: withDevices(withCniChains(kataStrategy)),

@@ -6,7 +6,8 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import type { ConntrackFlushAction, HostAction, LocalnetRestoreAction, OpResult } from '../base/ops.js';
 import { removeOwnedFile, writeOwnedFile } from './owned-files.js';
-import { defaultDeviceEnv, runDeviceAction, type DeviceActionEnv } from '../devices/actions.js';
+import type { DeviceActionEnv } from '../devices/actions.js';
+import { runDeviceAction } from '../../runtimes/with-devices/gate.js';
 import { runCniAction, type CniHooks } from '../cni-exec/action.js';
 import { isOwnHostPortTable } from '../base/names.js';
 
@@ -93,8 +94,8 @@ export async function runHostAction(netns: string | undefined, a: HostAction, ru
     case 'file.remove':
       return removeOwnedFile(a);
     default:
-      // SR-IOV / VFIO / RDMA device actions (src/devices/actions.ts).
-      return runDeviceAction(netns, a, defaultDeviceEnv(runOps));
+      // SR-IOV / VFIO / RDMA device actions (src/devices/actions.ts), loaded on the first one.
+      return runDeviceAction(netns, a, runOps);
   }
 }
 

@@ -43,6 +43,15 @@ test('knit serve loads the KubeVirt guests\' DHCP responders only when a guest n
   t.deepEqual(rel.filter((f) => f.startsWith('src/dhcp/') || f === 'src/daemon/guest-dhcp.js'), []);
 });
 
+test('knit serve loads the device path (SR-IOV, RDMA, VFIO) only when a device is first used', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);
+  const rel = [...files].map((f) => path.relative(build, f));
+  const gate = 'runtimes/with-devices/gate.js';
+  t.true(rel.includes(gate), 'the check follows serve\'s imports to the gate');
+  t.deepEqual(rel.filter((f) => f.startsWith('src/devices/') || (f.startsWith('runtimes/with-devices/') && f !== gate)), []);
+});
+
 test('the knit command loads the daemon only for serve', (t) => {
   const cli = staticPackages(path.join(build, 'src', 'cli', 'main.js'));
   t.false(cli.has('pino'), 'pino is the daemon\'s');

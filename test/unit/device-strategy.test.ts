@@ -7,7 +7,8 @@ import test, { type ExecutionContext } from 'ava';
 import { KnitError } from '../../src/base/errors.js';
 import type { InterfaceRequest } from '../../src/base/types.js';
 import type { AddrInfo, LinkInfo, Op, OpResult, ResultsOf } from '../../src/base/ops.js';
-import { prepareDevice, withDevices, HOST_NETNS } from '../../runtimes/with-devices/index.js';
+import { prepareDevice, HOST_NETNS } from '../../runtimes/with-devices/index.js';
+import { withDevices } from '../../runtimes/with-devices/gate.js';
 import { strategies } from '../../runtimes/index.js';
 import type { PreparedDevice } from '../../runtimes/with-devices/index.js';
 import type { InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
@@ -77,9 +78,10 @@ async function planFor(
   const { root } = await createSriovNode(t, { rdmaNetnsMode: opts.rdma ?? 'Y' });
   const input = makeInput(opts.runtime ?? 'runc', ifaces, { index: opts.index, addresses: [] });
   const { ctx, ops, locks } = fakeCtx(root, opts.reads);
-  const prepared = await prepareDevice(input, ctx);
+  const strategy = strategies[input.request.runtime];
+  const prepared = (await strategy.prepare!(input, ctx)) as PreparedDevice;
   input.prepared = prepared;
-  return { prepared, plan: strategies[input.request.runtime].planInterface(input), ops, locks };
+  return { prepared, plan: strategy.planInterface(input), ops, locks };
 }
 
 const vfRef = (i: number, parameters: Record<string, unknown> = {}) => ({ bdf: NODE.vf(i), parameters });
@@ -277,7 +279,7 @@ test('netdev mode needs a netdev: a VF on vfio-pci is refused, pointing at vfio 
   t.regex(err?.message ?? '', /has no netdev in the host netns \(bound to vfio-pci; .*use mode "vfio"/);
   // The same VF in vfio mode: nothing to claim, bind and restore are no-ops for vfio-pci.
   const input = makeInput('kubevirt', [{ name: 'net1', device: vfRef(0, { mode: 'vfio' }) }], { addresses: [] });
-  input.prepared = await prepareDevice(input, fakeCtx(root).ctx);
+  input.prepared = await strategies[input.request.runtime].prepare!(input, fakeCtx(root).ctx);
   t.deepEqual(strategies[input.request.runtime].planInterface(input).steps.map((s) => s.do.op), ['vfio.bind']);
 });
 
@@ -310,12 +312,12 @@ test('pool addresses (a network named) and static ips join the parameters\' addr
   const { root } = await createSriovNode(t);
   const ifaces: InterfaceRequest[] = [{ name: 'net1', network: 'pods', device: vfRef(0, { addresses: ['192.0.2.5/24'] }) }];
   const input = makeInput('runc', ifaces, { addresses: [{ family: 4, address: '10.88.0.9', prefixLen: 16, gateway: '10.88.0.1' }] });
-  input.prepared = await prepareDevice(input, fakeCtx(root).ctx);
+  input.prepared = await strategies[input.request.runtime].prepare!(input, fakeCtx(root).ctx);
   const plan = strategies[input.request.runtime].planInterface(input);
   t.deepEqual(plan.ips.map((i) => i.address), ['10.88.0.9/16', '192.0.2.5/24']);
   t.deepEqual(plan.routes, []);
 
   const noNet = makeInput('runc', [{ name: 'net1', ips: ['192.0.2.6/24'], device: vfRef(0) }], { addresses: [] });
-  noNet.prepared = await prepareDevice(noNet, fakeCtx(root).ctx);
+  noNet.prepared = await strategies[noNet.request.runtime].prepare!(noNet, fakeCtx(root).ctx);
   t.deepEqual(strategies[noNet.request.runtime].planInterface(noNet).ips.map((i) => i.address), ['192.0.2.6/24']);
 });
