@@ -36,8 +36,9 @@ export class GrpcAddonContender implements Contender {
 
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
-    this.hostPrefix = `${ctx.prefix}a-`;
-    this.group = 0x0b000000 + (parseInt(ctx.prefix.replace(/[^0-9a-z]/g, ''), 36) % 0xffffff);
+    // Its own tag in both: grpc-addon and grpc-addon-v8default hold links at the same time.
+    this.hostPrefix = `${ctx.prefix}${ctx.tag}-`;
+    this.group = 0x0b000000 + (parseInt(`${ctx.prefix}${ctx.tag}`.replace(/[^0-9a-z]/g, ''), 36) % 0xffffff);
     await createBridge(this.net);
     this.bridgeMade = true;
     await this.server.start(ctx, 'addon-server.js', [this.net.bridge, String(this.group)], 'addon floor server', this.knitFlags ? launcherNodeFlags() : []);

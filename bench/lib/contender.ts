@@ -45,6 +45,8 @@ export interface SetupContext {
   trackPid(pid: number, what: string): void;
   /** Prefix every kernel object of this run carries (links, netns). */
   prefix: string;
+  /** This contender's one-character tag: after the prefix in the names of its own objects. */
+  tag: string;
 }
 
 export interface Contender {

@@ -52,7 +52,7 @@ export class Lineup {
     let step = 'setup';
     try {
       const network = await this.world.network(tag);
-      await contender.setup({ network, scratch, prefix: this.world.prefix, trackPid: (pid, what) => this.world.trackPid(pid, what) });
+      await contender.setup({ network, scratch, prefix: this.world.prefix, tag, trackPid: (pid, what) => this.world.trackPid(pid, what) });
       const source = new SandboxSource(this.world, contender, tag);
       if (contender.kind === 'network') {
         step = 'check of a probe attach';

@@ -60,7 +60,7 @@ async function sandboxes(world: World, tag: string, n: number): Promise<Sandbox[
 async function context(world: World, tag: string, what: string): Promise<SetupContext> {
   const scratch = path.join(world.scratch, what);
   mkdirSync(scratch, { recursive: true });
-  return { network: await world.network(tag), scratch, prefix: world.prefix, trackPid: (pid, w) => world.trackPid(pid, w) };
+  return { network: await world.network(tag), scratch, prefix: world.prefix, tag, trackPid: (pid, w) => world.trackPid(pid, w) };
 }
 
 /** ADD every sandbox at once through `add` (exit code, stdout), retrying CNI code 11. */
