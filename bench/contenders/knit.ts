@@ -62,6 +62,7 @@ export class KnitContender implements Contender {
   private client?: grpc.Client;
   private net?: BenchNetwork;
   private prefix = '';
+  private tag = '';
   private scratch = '';
   private reapGroup = 0;
   private ccore?: CCoreClient;
@@ -108,6 +109,7 @@ export class KnitContender implements Contender {
   async setup(ctx: SetupContext): Promise<void> {
     this.net = ctx.network;
     this.prefix = ctx.prefix;
+    this.tag = ctx.tag;
     this.scratch = ctx.scratch;
     if (this.networkKind === 'cni') this.restoreForwarding = keepHostForwarding();
     // the daemon runs as instance <prefix> (config below), so no other knit daemon on this
@@ -177,7 +179,7 @@ export class KnitContender implements Contender {
     // the daemon made the bridge from its config; like CNI it leaves it when stopping
     if (this.net) await ipBatch([`link del ${this.net.bridge}`], undefined, true);
     this.restoreForwarding?.();
-    rmSync(benchRunDir({ scratch: this.scratch, prefix: this.prefix }), { recursive: true, force: true });
+    rmSync(benchRunDir({ scratch: this.scratch, prefix: this.prefix, tag: this.tag }), { recursive: true, force: true });
   }
 
   private unary(method: string, req: object, sb?: Sandbox): Promise<unknown> {
@@ -193,8 +195,9 @@ export class KnitContender implements Contender {
 /** Where the daemon keeps its sandbox records. knit's default runDir is /run/knit, and /run is a
  * tmpfs on a systemd node; this VM's /run sits on its disk, so the bench puts the records on
  * /dev/shm (a tmpfs) to measure what a node sees. KNIT_BENCH_RUNDIR=disk measures the disk. */
-export function benchRunDir(ctx: { scratch: string; prefix: string }): string {
-  return process.env.KNIT_BENCH_RUNDIR === 'disk' ? path.join(ctx.scratch, 'run') : path.join('/dev/shm', `${ctx.prefix}-knit-run`);
+export function benchRunDir(ctx: { scratch: string; prefix: string; tag: string }): string {
+  // One per daemon: the contenders' daemons and the boot phase's run side by side.
+  return process.env.KNIT_BENCH_RUNDIR === 'disk' ? path.join(ctx.scratch, 'run') : path.join('/dev/shm', `${ctx.prefix}${ctx.tag}-knit-run`);
 }
 
 /** A config with everything in the contender's scratch dir and one network: knit's bridge, or

@@ -90,7 +90,9 @@ async function bootKnit(world: World, n: number): Promise<BootResult> {
   const pods = await sandboxes(world, 'o', n);
   const r: BootResult = { contender: 'knit-cni', pods: n, wallMs: 0, addMs: [], podMs: [], retries: 0, errors: [] };
   const configPath = path.join(ctx.scratch, 'config.json');
-  writeFileSync(configPath, JSON.stringify({ ...daemonConfig(ctx, path.join(ctx.scratch, 'knit.sock'), 'bridge'), logLevel: 'warn' }));
+  // An instance of its own: its start-up sweep must not take the contenders' daemons' devices.
+  const config = { ...daemonConfig(ctx, path.join(ctx.scratch, 'knit.sock'), 'bridge'), instance: `${ctx.prefix}${ctx.tag}`, logLevel: 'warn' };
+  writeFileSync(configPath, JSON.stringify(config));
   const shim = shimConfig(ctx.prefix, ctx.scratch);
   const cniSocket = path.join(ctx.scratch, 'cni.sock');
   const { cmd, args } = daemonCommand(configPath);
