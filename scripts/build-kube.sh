@@ -6,9 +6,10 @@
 #   crictl                                                                (sigs.k8s.io/cri-tools)
 # at the releases pinned in scripts/kube/versions.env, one `go build` per module so the packages
 # they share compile once. With no argument the output is <test cache>/kube-<key>/bin, the key a
-# hash of everything under scripts/kube and this script; an existing entry is reused, concurrent
-# callers wait on a lock, and the last line printed is the entry's path (what
-# test/fixtures/kube-binaries.ts reads). With an argument, it builds into that directory.
+# hash of everything under scripts/kube and scripts/lib and this script; an existing entry is
+# reused, concurrent callers wait on a lock (scripts/lib/cache-entry.sh), and the last line
+# printed is the entry's path (what test/fixtures/kube-binaries.ts reads). With an argument, it
+# builds into that directory.
 # Module downloads and compiled packages stay under the test cache root (go-env.sh), so a
 # rebuild after a version bump is incremental. Nothing is fetched but modules through GOPROXY.
 set -euo pipefail
@@ -17,22 +18,15 @@ source "$here/kube/versions.env"
 source "$here/kube/go-env.sh"
 
 if [[ $# == 0 ]]; then
-  key=$(cd "$here" && find build-kube.sh kube -type f ! -name '*~' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
-  final=$KNIT_TEST_CACHE/kube-$key
-  [[ -x $final/bin/kubelet ]] && { echo "$final"; exit 0; }
-  mkdir -p "$KNIT_TEST_CACHE"
-  exec 9>"$KNIT_TEST_CACHE/kube.lock"
-  flock -n 9 || { echo "build-kube: another build holds $KNIT_TEST_CACHE/kube.lock; waiting"; flock 9; }
-  [[ -x $final/bin/kubelet ]] && { echo "$final"; exit 0; }
-  scratch=$KNIT_TEST_CACHE/.build-kube-$key
-  rm -rf "$scratch"
-  bash "${BASH_SOURCE[0]}" "$scratch"
-  mv "$scratch" "$final"
-  # The module and build caches stay: a version bump or an edit of this script then rebuilds in
-  # about a minute instead of from scratch. KNIT_DROP_GOCACHE=1 trades that for ~4 GB of disk.
-  [[ -z ${KNIT_DROP_GOCACHE:-} ]] || go clean -cache
-  echo "build-kube: cache entry $(du -sh "$final" | cut -f1), Go module cache $(du -sh "$GOMODCACHE" | cut -f1), Go build cache $(du -sh "$GOCACHE" | cut -f1)"
-  echo "$final"
+  source "$here/lib/cache-entry.sh"
+  cache_entry kube bin/kubelet "${BASH_SOURCE[0]}" build-kube.sh kube lib
+  if [[ -n $CACHE_BUILT ]]; then
+    # The module and build caches stay: a version bump or an edit of this script then rebuilds in
+    # about a minute instead of from scratch. KNIT_DROP_GOCACHE=1 trades that for ~4 GB of disk.
+    [[ -z ${KNIT_DROP_GOCACHE:-} ]] || go clean -cache
+    echo "build-kube: cache entry $(du -sh "$CACHE_ENTRY" | cut -f1), Go module cache $(du -sh "$GOMODCACHE" | cut -f1), Go build cache $(du -sh "$GOCACHE" | cut -f1)"
+  fi
+  echo "$CACHE_ENTRY"
   exit 0
 fi
 out=$1

@@ -2,28 +2,20 @@
 # Build the peers the benches run beside knit from the Go module proxy (bench/README.md,
 # "Cluster route convergence"):
 #   flanneld   (github.com/flannel-io/flannel, the release pinned in scripts/peers/versions.env)
-# With no argument the output is <test cache>/peers-<key>/bin, the key a hash of scripts/peers
-# and this script; an existing entry is reused, concurrent callers wait on a lock, and the last
-# line printed is the entry's path. With an argument, it builds into that directory. Go's module
-# and build caches are the test cluster's (scripts/kube/go-env.sh). Nothing is committed.
+# With no argument the output is <test cache>/peers-<key>/bin, the key a hash of scripts/peers,
+# scripts/lib and this script; an existing entry is reused, concurrent callers wait on a lock
+# (scripts/lib/cache-entry.sh), and the last line printed is the entry's path. With an argument,
+# it builds into that directory. Go's module and build caches are the test cluster's
+# (scripts/kube/go-env.sh). Nothing is committed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/peers/versions.env"
 source "$here/kube/go-env.sh"
 
 if [[ $# == 0 ]]; then
-  key=$(cd "$here" && find build-peers.sh peers -type f ! -name '*~' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
-  final=$KNIT_TEST_CACHE/peers-$key
-  [[ -x $final/bin/flanneld ]] && { echo "$final"; exit 0; }
-  mkdir -p "$KNIT_TEST_CACHE"
-  exec 9>"$KNIT_TEST_CACHE/peers.lock"
-  flock -n 9 || { echo "build-peers: another build holds $KNIT_TEST_CACHE/peers.lock; waiting"; flock 9; }
-  [[ -x $final/bin/flanneld ]] && { echo "$final"; exit 0; }
-  scratch=$KNIT_TEST_CACHE/.build-peers-$key
-  rm -rf "$scratch"
-  bash "${BASH_SOURCE[0]}" "$scratch"
-  mv "$scratch" "$final"
-  echo "$final"
+  source "$here/lib/cache-entry.sh"
+  cache_entry peers bin/flanneld "${BASH_SOURCE[0]}" build-peers.sh peers lib
+  echo "$CACHE_ENTRY"
   exit 0
 fi
 out=$1

@@ -10,6 +10,7 @@ import type { InterfaceInput, PlannedIp } from '../../src/base/strategy.js';
 import type { PreparedDevice } from './prepared-device.js';
 import { KnitError } from '../../src/base/errors.js';
 import { interfaceIndex } from '../common/binding-options.js';
+import { familyOfText } from '../../src/ipam/ip.js';
 
 export interface DeviceL3 {
   /** Sandbox-side steps on `link` in the sandbox netns (addresses, then routes). */
@@ -18,8 +19,6 @@ export interface DeviceL3 {
   ips: PlannedIp[];
   routes: ResultRoute[];
 }
-
-const familyOf = (ip: string): 4 | 6 => (ip.includes(':') ? 6 : 4);
 
 /** Every address the device gets, as CIDRs, in request order without repeats. */
 export function deviceAddresses(input: InterfaceInput, d: PreparedDevice): string[] {
@@ -36,7 +35,7 @@ export function deviceL3(input: InterfaceInput, d: PreparedDevice, link: string)
   const ns = input.netnsPath;
   const out: DeviceL3 = { addressSteps: [], routeSteps: [], ips: [], routes: [] };
   for (const cidr of deviceAddresses(input, d)) {
-    const family = familyOf(cidr);
+    const family = familyOfText(cidr);
     out.addressSteps.push({
       description: `address ${cidr} on ${link}`,
       netns: ns,
@@ -51,7 +50,7 @@ export function deviceL3(input: InterfaceInput, d: PreparedDevice, link: string)
         "a default route comes from the sandbox's default interface only; mark this interface default_route instead",
       );
     }
-    const family = r.dst === 'default' ? familyOf(r.gw!) : familyOf(r.dst);
+    const family = r.dst === 'default' ? familyOfText(r.gw!) : familyOfText(r.dst);
     const op: RouteOp = { op: 'route.add', dst: r.dst, family, link };
     if (r.gw) op.gateway = r.gw;
     if (r.mtu) op.mtu = r.mtu;

@@ -130,6 +130,9 @@ export const isTapHandoff = (h: Handoff | undefined): h is TapHandoff => h !== u
 export const isDhcpServedTap = (h: Handoff | undefined): h is TapHandoff =>
   isTapHandoff(h) && h.runtime === 'kubevirt' && h.device === 'tap' && h.guest.delivery === 'dhcp' && h.netns !== null;
 
+/** Whether any of an answer's interfaces is such a tap. */
+export const hasDhcpServedTap = (interfaces: readonly { handoff?: Handoff }[]): boolean => interfaces.some((i) => isDhcpServedTap(i.handoff));
+
 /** Hand-offs that say where the pod's addresses live. */
 export const podIpsOn = (h: Handoff | undefined): PodIpsOn | undefined => (h && 'podIpsOn' in h ? h.podIpsOn : undefined);
 

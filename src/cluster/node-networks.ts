@@ -3,7 +3,7 @@
 // not ready, naming what it waits for; a subnet that changes while pods hold addresses in the
 // old one is kept, and reported, never silently re-addressed.
 import type { NetworkConfig } from '../config/index.js';
-import { formatIp, parseCidr, tryParseIp, type IpFamily } from '../ipam/ip.js';
+import { familyOfText, formatIp, parseCidr, tryParseIp, type IpFamily } from '../ipam/ip.js';
 import type { ClusterNode } from './types.js';
 
 /** VXLAN's outer headers: Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8 (IPv6 underlay: 40 + 30). */
@@ -18,12 +18,12 @@ export interface NodeNetworks {
 
 /** The node's podCIDR of one family, or undefined. */
 export function podCidrOf(node: ClusterNode | undefined, family: IpFamily): string | undefined {
-  return node?.podCIDRs.find((c) => (c.includes(':') ? 6 : 4) === family);
+  return node?.podCIDRs.find((c) => familyOfText(c) === family);
 }
 
 /** The node address VXLAN and routes use: the first IPv4 InternalIP, else the first IPv6. */
 export function underlayIp(node: ClusterNode): string | undefined {
-  return node.internalIPs.find((ip) => !ip.includes(':')) ?? node.internalIPs[0];
+  return node.internalIPs.find((ip) => familyOfText(ip) === 4) ?? node.internalIPs[0];
 }
 
 export function nodeNetworks(o: {

@@ -12,7 +12,7 @@
 import type { NetworkConfig } from '../config/index.js';
 import type { AddrInfo } from '../base/ops.js';
 import { BLOCK_ROUTE_METRIC, vtepMac } from '../base/names.js';
-import { cidrContains, formatIp, parseCidr, tryParseCidr, tryParseIp, type IpFamily } from '../ipam/ip.js';
+import { cidrContains, familyOfText, formatIp, parseCidr, tryParseCidr, tryParseIp, type IpFamily } from '../ipam/ip.js';
 import { podCidrOf, underlayIp } from './node-networks.js';
 import type { ClusterNode, PeerStatus } from './types.js';
 
@@ -58,11 +58,6 @@ function onLinkResolver(addrs: AddrInfo[], names: Map<number, string>): (ip: str
   };
 }
 
-/** The family of an address or CIDR already known to parse (a node's podCIDRs, InternalIPs). */
-const familyOfText = (text: string): IpFamily => (text.includes(':') ? 6 : 4);
-
-const familyOf = familyOfText;
-
 export function planNetwork(o: {
   net: NetworkConfig;
   self: ClusterNode | undefined;
@@ -76,7 +71,7 @@ export function planNetwork(o: {
   const { net, self } = o;
   const plan: NetworkPlan = { network: net.name, routes: [], neighs: [], fdb: [], forwarding: [], peers: [] };
   const own = [net.ipv4?.subnet, net.ipv6?.subnet].filter((s): s is string => !!s);
-  for (const dst of own) plan.routes.push({ dst, family: familyOf(dst), type: 'blackhole', metric: BLOCK_ROUTE_METRIC });
+  for (const dst of own) plan.routes.push({ dst, family: familyOfText(dst), type: 'blackhole', metric: BLOCK_ROUTE_METRIC });
   if (net.mode === 'bridge' && net.bridge) plan.forwarding.push(net.bridge);
   const families = (net.nodeSubnet ?? []) as IpFamily[];
   const peers = o.nodes.filter((n) => n.name !== self?.name).sort((a, b) => a.name.localeCompare(b.name));
@@ -99,7 +94,7 @@ export function planNetwork(o: {
       const status: NetworkPlan['peers'][number] = { node: peer.name, subnets, inPlace: false, routes: [] };
       const problems: string[] = [];
       for (const dst of subnets) {
-        const family = familyOf(dst);
+        const family = familyOfText(dst);
         const via = peer.internalIPs.find((ip) => familyOfText(ip) === family);
         if (!via) {
           problems.push(`no IPv${family} InternalIP for ${dst}`);
@@ -138,7 +133,7 @@ export function planNetwork(o: {
     ...(v4 && { address: `${formatIp({ family: 4, value: v4.network })}/32` }),
   };
   plan.forwarding.push(vx.device);
-  const underlay = tryParseIp(local)!.family;
+  const underlay = familyOfText(local);
   for (const peer of peers) {
     const subnets = subnetsOf(peer);
     const remote = peer.internalIPs.find((ip) => familyOfText(ip) === underlay);

@@ -2,14 +2,14 @@
 // tap whose guest takes its addresses by DHCP, found in the records at start-up or in an attach
 // or hot-plug answer. A node with no such VM never loads them (their code is ~2 MiB of a daemon
 // that must stay small: bench/README.md, "Memory").
-import { isDhcpServedTap } from '../base/handoff.js';
+import { hasDhcpServedTap } from '../base/handoff.js';
 import type { WatchEvent } from '../base/types.js';
 import type { SandboxRecord } from '../core/record.js';
 import type { GuestDhcpDeps } from './guest-dhcp.js';
 
 type Responders = { close(): void; size(): number };
 
-const needsResponder = (rec: SandboxRecord | undefined) => rec?.state === 'attached' && rec.result.interfaces.some((i) => isDhcpServedTap(i.handoff));
+const needsResponder = (rec: SandboxRecord | undefined) => rec?.state === 'attached' && hasDhcpServedTap(rec.result.interfaces);
 
 export function startGuestDhcpWhenNeeded(deps: GuestDhcpDeps): Responders {
   let started: Responders | undefined;
@@ -23,7 +23,7 @@ export function startGuestDhcpWhenNeeded(deps: GuestDhcpDeps): Responders {
   };
   const wanted = (e: WatchEvent) => {
     if (e.type === 'attach' || e.type === 'interface-added') {
-      return e.result ? e.result.interfaces.some((i) => isDhcpServedTap(i.handoff)) : needsResponder(deps.records.get(e.sandboxId));
+      return e.result ? hasDhcpServedTap(e.result.interfaces) : needsResponder(deps.records.get(e.sandboxId));
     }
     return false;
   };

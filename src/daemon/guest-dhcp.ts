@@ -5,7 +5,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { gatewayMac, podMac } from '../base/names.js';
-import { isDhcpServedTap, type TapHandoff } from '../base/handoff.js';
+import { hasDhcpServedTap, isDhcpServedTap, type TapHandoff } from '../base/handoff.js';
 import type { NetworkSpec } from '../base/strategy.js';
 import type { WatchEvent } from '../base/types.js';
 import type { SandboxRecord } from '../core/record.js';
@@ -24,7 +24,6 @@ export interface GuestDhcpDeps {
   netnsFileGone: () => void;
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
 }
-
 
 /** The MAC the answers come from, and whether it is the guest's IPv6 router: the device that
  * really is the guest's gateway when knit knows it, else a stable MAC of the guest's own. */
@@ -85,7 +84,7 @@ export function startGuestDhcp(deps: GuestDhcpDeps): { close(): void; size(): nu
   const unwatch = deps.watch((e) => {
     // An attach whose answer hands off no served tap, or the detach of a sandbox served none,
     // changes nothing here: skipped without reading (parsing) its record, as most are.
-    if (e.type === 'attach' && e.result && !serving.has(e.sandboxId) && !e.result.interfaces.some((i) => isDhcpServedTap(i.handoff))) return;
+    if (e.type === 'attach' && e.result && !serving.has(e.sandboxId) && !hasDhcpServedTap(e.result.interfaces)) return;
     if (e.type === 'detach' && !serving.has(e.sandboxId)) return;
     if (e.type === 'attach' || e.type === 'detach' || e.type === 'interface-added' || e.type === 'interface-removed') syncAndWatch(e.sandboxId);
   });

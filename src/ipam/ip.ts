@@ -80,6 +80,9 @@ function groupsOf(part: string, position: 'head' | 'tail' | 'whole'): number[] |
   return groups;
 }
 
+/** The family of an address or CIDR already known to parse, told by its text alone. */
+export const familyOfText = (text: string): IpFamily => (text.includes(':') ? 6 : 4);
+
 export function tryParseIp(text: string): IpAddress | undefined {
   if (text.includes(':')) {
     const value = parseIPv6(text);
