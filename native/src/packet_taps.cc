@@ -6,6 +6,7 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -47,6 +48,30 @@ const struct sock_filter kFilter[] = {
     BPF_STMT(BPF_RET | BPF_K, 0),                           // 18: drop
 };
 
+// One frame off the socket, with whether its transport checksum is still to be completed:
+// a guest's kernel leaves it to the NIC (virtio-net's VIRTIO_NET_HDR_F_NEEDS_CSUM, the tap
+// makes it CHECKSUM_PARTIAL) and the field then holds only the pseudo-header's sum. packet(7):
+// PACKET_AUXDATA, TP_STATUS_CSUMNOTREADY. Returns recvmsg's length (MSG_TRUNC: the whole frame's).
+ssize_t RecvFrame(int fd, std::vector<uint8_t>& buf, bool* partialChecksum) {
+  struct iovec iov = {buf.data(), buf.size()};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t len = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
+  *partialChecksum = false;
+  if (len < 0) return len;
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA || c->cmsg_len < CMSG_LEN(sizeof(struct tpacket_auxdata))) continue;
+    struct tpacket_auxdata aux;
+    memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+    *partialChecksum = (aux.tp_status & TP_STATUS_CSUMNOTREADY) != 0;
+  }
+  return len;
+}
+
 int64_t NowNs() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -75,6 +100,8 @@ int OpenBound(const std::string& ifname, int* ifindex) {
   if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) return fail();
   int one = 1;
   if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0) return fail();
+  // Each frame's tpacket_auxdata: whether its checksum is still the sender's to complete.
+  if (setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one)) < 0) return fail();
   int size = kRcvBuf;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
   struct sockaddr_ll sll = {};
@@ -184,7 +211,8 @@ void PacketTaps::Run() {
         sock.tokens = std::min(kFrameBurst, sock.tokens + (now - sock.refilledNs) / 1e9 * kFramesPerSecond);
         sock.refilledNs = now;
         for (size_t k = 0; k < kMaxBatch; k++) {
-          ssize_t len = recv(sock.fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+          bool partialChecksum = false;
+          ssize_t len = RecvFrame(sock.fd, buf, &partialChecksum);
           if (len < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN) {
@@ -203,6 +231,7 @@ void PacketTaps::Run() {
           PacketEvent e;
           e.id = id;
           e.wireLength = static_cast<size_t>(len);
+          e.partialChecksum = partialChecksum;
           size_t kept = std::min(static_cast<size_t>(len), buf.size());
           e.frame.assign(buf.begin(), buf.begin() + kept);
           batch.push_back(std::move(e));

@@ -27,6 +27,8 @@ struct PacketEvent {
   int err = 0;               // a socket error (ENETDOWN: the tap went down or away); no frame
   std::vector<uint8_t> frame;
   size_t wireLength = 0;     // > frame.size() when the frame did not fit the read buffer
+  bool partialChecksum = false;  // the transport checksum holds only the pseudo-header sum: the
+                                 // guest left it to the NIC (TP_STATUS_CSUMNOTREADY)
   uint64_t overBudget = 0;   // frames read and discarded since the last event: the guest sent
                              // more than kFramesPerSecond (no frame in this event)
 };

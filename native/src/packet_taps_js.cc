@@ -1,6 +1,6 @@
 // JS class PacketTaps: new PacketTaps(callback); open(netnsPath, ifname) -> {id, ifindex};
 // send(id, buffer); close(id); shutdown(); ref(); unref(). The reader thread hands batches to
-// JS through a ThreadSafeFunction: callback([{id, frame, wireLength} | {id, code, errno} |
+// JS through a ThreadSafeFunction: callback([{id, frame, wireLength, partialChecksum} | {id, code, errno} |
 // {id, overBudget}]).
 #include <napi.h>
 
@@ -33,6 +33,7 @@ void DeliverBatch(Napi::Env env, Napi::Function callback, std::vector<PacketEven
     } else {
       o.Set("frame", Napi::Buffer<uint8_t>::Copy(env, e.frame.data(), e.frame.size()));
       o.Set("wireLength", static_cast<double>(e.wireLength));
+      o.Set("partialChecksum", e.partialChecksum);
     }
     arr.Set(static_cast<uint32_t>(i), o);
   }

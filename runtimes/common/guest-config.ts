@@ -6,7 +6,8 @@ import type { NeighAddOp, RouteOp } from '../../src/base/ops.js';
 import type { Step } from '../../src/base/plan.js';
 import type { DnsConfig } from '../../src/base/types.js';
 import type { GuestConfig, GuestNeighbor, GuestRoute } from '../../src/base/handoff.js';
-import type { PlannedIp } from '../../src/base/strategy.js';
+import type { InterfaceInput, PlannedIp } from '../../src/base/strategy.js';
+import { mergeDns } from '../../src/base/dns.js';
 
 const L3_OPS = new Set(['addr.add', 'route.add', 'neigh.add']);
 
@@ -20,6 +21,11 @@ export function splitPodL3(steps: Step[], netns: string, podName: string): { kep
   }
   return { kept, l3 };
 }
+
+/** The guest's resolvers: the request's (the pod's cluster DNS) first, then its network's, as
+ * the pod's own result merges them (src/core/interface-plans.ts). Whatever path the attach took
+ * (gRPC, CNI ADD, a binding on another CNI's interface, hot-plug), the network's config counts. */
+export const guestDns = (input: InterfaceInput): DnsConfig | undefined => mergeDns([input.request.dns, input.network.dns]);
 
 const defaultDst = (family: 4 | 6) => (family === 6 ? '::/0' : '0.0.0.0/0');
 

@@ -6,7 +6,7 @@
 import type { Allocation, InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { podMac } from '../../src/base/names.js';
 import { planPodVeth, type PodVeth } from './pod-veth.js';
-import { guestConfigFrom, splitPodL3 } from './guest-config.js';
+import { guestConfigFrom, guestDns, splitPodL3 } from './guest-config.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
 
 /** The MAC the network knows this interface by (what runc would give the pod end). */
@@ -28,7 +28,7 @@ export function planGuestVeth(
   const plan = planPodVeth({ ...input, iface: { ...input.iface, name: pod.name, mac: pod.mac } });
   const { kept, l3 } = splitPodL3(plan.steps, input.netnsPath, pod.name);
   const guest = guestConfigFrom(l3, plan.ips, {
-    name: input.iface.name, mac: guestMac(input), mtu: plan.veth.mtu, dns: input.request.dns, delivery,
+    name: input.iface.name, mac: guestMac(input), mtu: plan.veth.mtu, dns: guestDns(input), delivery,
   });
   return { ...plan, steps: kept, guest };
 }

@@ -8,7 +8,7 @@ import type { PodVeth } from './pod-veth.js';
 import { podSide } from '../with-cni-chains/pod-side.js';
 import { planTap } from './tap.js';
 import { planRedirect } from './tc-redirect.js';
-import { guestConfigFrom, splitPodL3 } from './guest-config.js';
+import { guestConfigFrom, guestDns, splitPodL3 } from './guest-config.js';
 import type { GuestConfig, TapHandoff, TapModel } from '../../src/base/handoff.js';
 import { tapHandoff } from './tap-handoff.js';
 
@@ -30,7 +30,7 @@ export function planVethTap(input: InterfaceInput, o: VethTapOptions): Interface
   const { veth, ...pod } = podSide(input);
   const { l3 } = splitPodL3(pod.steps, ns, veth.podName);
   const guest = guestConfigFrom(l3, pod.ips, {
-    name: input.iface.name, mac: veth.mac, mtu: veth.mtu, dns: input.request.dns, delivery: o.delivery,
+    name: input.iface.name, mac: veth.mac, mtu: veth.mtu, dns: guestDns(input), delivery: o.delivery,
   });
   const steps = [
     ...pod.steps,

@@ -12,7 +12,7 @@ import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag, hostIfName } from '../../src/base/names.js';
 import { KnitError } from '../../src/base/errors.js';
 import { planPodVeth, ROUTED_HOST_MAC } from '../common/pod-veth.js';
-import { guestConfigFrom, splitPodL3 } from '../common/guest-config.js';
+import { guestConfigFrom, guestDns, splitPodL3 } from '../common/guest-config.js';
 import { planTap } from '../common/tap.js';
 import { tapHandoff } from '../common/tap-handoff.js';
 import { planBandwidth } from '../common/bandwidth.js';
@@ -32,7 +32,7 @@ export function planHostTap(input: InterfaceInput, opts: KataOptions): Interface
   const { veth, ...pod } = planPodVeth(input);
   const { l3 } = splitPodL3(pod.steps, input.netnsPath, veth.podName);
   const guest = guestConfigFrom(l3, pod.ips, {
-    name: input.iface.name, mac: veth.mac, mtu: veth.mtu, dns: input.request.dns, delivery: 'dan',
+    name: input.iface.name, mac: veth.mac, mtu: veth.mtu, dns: guestDns(input), delivery: 'dan',
   });
 
   const tap = hostIfName(sandboxId, input.iface.name, 't');

@@ -14,6 +14,7 @@ import { chainFamilies, podSide } from '../with-cni-chains/pod-side.js';
 import { planTap } from '../common/tap.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
 import { tapHandoff } from '../common/tap-handoff.js';
+import { guestDns } from '../common/guest-config.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtBridgeName, kubevirtTapName } from './names.js';
 import { natRuleset } from './nft.js';
@@ -54,7 +55,8 @@ export function planMasquerade(input: InterfaceInput, opts: KubevirtOptions): In
       reapInNetns: true,
     },
   ];
-  const guest: GuestConfig = { name: input.iface.name, mac: veth.mac, mtu: veth.mtu, ips: [], routes: [], neighbors: [], ...(input.request.dns ? { dns: input.request.dns } : {}), delivery: 'dhcp' };
+  const dns = guestDns(input);
+  const guest: GuestConfig = { name: input.iface.name, mac: veth.mac, mtu: veth.mtu, ips: [], routes: [], neighbors: [], ...(dns ? { dns } : {}), delivery: 'dhcp' };
   const nat: Record<string, unknown> = { ports: opts.ports.length ? opts.ports : 'all' };
   for (const family of families) {
     const net = family === 4 ? MASQUERADE_V4 : MASQUERADE_V6;

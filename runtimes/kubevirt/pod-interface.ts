@@ -14,6 +14,7 @@ import { aliasTag } from '../../src/base/names.js';
 import { planTap } from '../common/tap.js';
 import { planRedirect } from '../common/tc-redirect.js';
 import { tapHandoff } from '../common/tap-handoff.js';
+import { guestDns } from '../common/guest-config.js';
 import { libvirtInterfaceXml } from './libvirt.js';
 import { checkDerivedNames, kubevirtTapName } from './names.js';
 import type { KubevirtOptions } from './options.js';
@@ -68,10 +69,11 @@ export function planOnPodInterface(input: InterfaceInput, opts: KubevirtOptions)
   const tap = kubevirtTapName(p.podInterface, opts.index);
   checkDerivedNames(opts.index, [tap]);
   const gateway = (family: 4 | 6) => p.routes.find((r) => r.dst === (family === 4 ? '0.0.0.0/0' : '::/0'))?.gateway;
+  const dns = guestDns(input);
   const guest: GuestConfig = {
     name: input.iface.name, mac: p.mac, mtu: p.mtu,
     ips: p.ips.map((ip) => ({ ...ip, ...(gateway(ip.family) ? { gateway: gateway(ip.family) } : {}) })),
-    routes: p.routes, neighbors: [], ...(input.request.dns ? { dns: input.request.dns } : {}), delivery: 'dhcp',
+    routes: p.routes, neighbors: [], ...(dns ? { dns } : {}), delivery: 'dhcp',
   };
   const handoff = tapHandoff({
     runtime: 'kubevirt', model: 'tap', name: tap, netns: ns, queues: opts.queues, owner: opts.owner, group: opts.group,

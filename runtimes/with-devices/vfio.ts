@@ -12,7 +12,7 @@
 //                                                           bind the recorded driver
 import type { Step } from '../../src/base/plan.js';
 import type { VfioBindAction, VfioRestoreAction } from '../../src/base/ops.js';
-import { guestConfigFrom } from '../common/guest-config.js';
+import { guestConfigFrom, guestDns } from '../common/guest-config.js';
 import type { InterfaceInput, InterfacePlan, VfioGuest } from '../../src/base/strategy.js';
 import { draDevice } from './handoff.js';
 import { VFIO_CONTAINER_DEVICE } from '../../src/devices/vfio.js';
@@ -48,7 +48,7 @@ export function planVfio(input: InterfaceInput, d: PreparedDevice, vm: VfioGuest
     name,
     mac: mac === '00:00:00:00:00:00' ? (d.netdev?.mac ?? '') : mac,
     mtu: p.mtu ?? input.iface.mtu ?? d.netdev?.mtu ?? 1500,
-    ...(input.request.dns ? { dns: input.request.dns } : {}),
+    dns: guestDns(input),
     delivery: vm?.delivery ?? 'agent',
   });
   const networkData = { interfaceName: name, ips: l3.ips.map((ip) => ip.address), hardwareAddress: guest.mac };

@@ -1,7 +1,8 @@
 // A CNI result (any spec version this machine's plugins print: 0.3.x, 0.4.0, 1.0.0, 1.1.0) as
 // knit's answer: the chain chose the names, MACs, addresses and routes, so its result replaces
 // the interface's placeholder from the plan.
-import type { AttachResult, ResultInterface, ResultIp, ResultRoute } from '../base/types.js';
+import type { AttachResult, DnsConfig, ResultInterface, ResultIp, ResultRoute } from '../base/types.js';
+import { mergeDns } from '../base/dns.js';
 import type { InterfacePart } from '../base/strategy.js';
 import { podIpsOn, type Handoff } from '../base/handoff.js';
 
@@ -38,14 +39,14 @@ export function fromCniResult(raw: Record<string, unknown>): Pick<AttachResult, 
  * placeholder's place (a VM runtime's tap and bridge stay beside them), and the hand-offs
  * built on the chain's veth get its MAC and, where the guest takes the pod's addresses (Kata
  * tcfilter, KubeVirt tap), its addresses and routes. The network's DNS from knit's config, if
- * any, stays; else the chain's. */
+ * any, stays; else the chain's, for the pod and for the guest. */
 export function chainPart(part: InterfacePart, raw: Record<string, unknown>, placeholderMac = 'cni:mac'): InterfacePart {
   const chain = fromCniResult(raw);
   const at = Math.max(0, part.interfaces.findIndex((i) => i.kind === 'cni' && i.name === part.ifname));
   const podIf = chain.interfaces.find((i) => i.sandbox && i.name === part.ifname);
   const podIps = chain.ips.filter((ip) => chain.interfaces[ip.interface] === podIf);
   const others = [...part.interfaces.slice(0, at), ...part.interfaces.slice(at + 1)].map((i) =>
-    i.handoff ? { ...i, handoff: completeHandoff(i.handoff, podIf?.mac, placeholderMac, podIps, chain.routes) } : i,
+    i.handoff ? { ...i, handoff: completeHandoff(i.handoff, podIf?.mac, placeholderMac, podIps, chain.routes, part.dns ? undefined : chain.dns) } : i,
   );
   const interfaces = [...others.slice(0, at), ...chain.interfaces, ...others.slice(at)];
   const shift = chain.interfaces.length - 1;
@@ -57,9 +58,14 @@ export function chainPart(part: InterfacePart, raw: Record<string, unknown>, pla
   return { ifname: part.ifname, interfaces, ips, routes: [...part.routes, ...chain.routes], ...(dns && { dns }) };
 }
 
-function completeHandoff(handoff: Handoff, mac: string | undefined, placeholder: string, ips: ResultIp[], routes: ResultRoute[]): Handoff {
+function completeHandoff(handoff: Handoff, mac: string | undefined, placeholder: string, ips: ResultIp[], routes: ResultRoute[], chainDns: DnsConfig | undefined): Handoff {
   const text = JSON.stringify(handoff);
   const out = JSON.parse(mac ? text.split(placeholder).join(mac) : text) as Handoff;
+  // The guest resolves as the pod does: the chain's DNS when knit's config gives the network none.
+  if (chainDns && 'guest' in out) {
+    const dns = mergeDns([out.guest.dns, chainDns]);
+    if (dns) out.guest.dns = dns;
+  }
   if (podIpsOn(out) === 'pod+guest' && 'guest' in out) {
     out.guest.ips = ips.map((ip) => ({ address: ip.address, family: ip.family, ...(ip.gateway && { gateway: ip.gateway }) }));
     // A CNI route without gw uses the gateway of its family's address (CNI spec, Routes).

@@ -6,7 +6,8 @@
 import type { InterfaceInput, NetworkSpec, PrepareContext, Strategy, InterfacePart } from '../base/strategy.js';
 import type { Step } from '../base/plan.js';
 import type { InterfaceAllocation } from './record.js';
-import type { AttachRequest, AttachResult, DnsConfig, InterfaceRequest } from '../base/types.js';
+import type { AttachRequest, AttachResult, InterfaceRequest } from '../base/types.js';
+import { mergeDns } from '../base/dns.js';
 import { KnitError } from '../base/errors.js';
 
 /** Index of the interface that gives the sandbox its default route. */
@@ -64,21 +65,6 @@ export function composeResult(req: AttachRequest, parts: InterfacePart[], defaul
   const dns = mergeDns([req.dns, ...byDefault.map((p) => p.dns)]);
   if (dns) result.dns = dns;
   return result;
-}
-
-/** Merges DNS configs, earlier first: nameservers, search domains and options each once, in
- * order; the first domain given. */
-export function mergeDns(configs: (DnsConfig | undefined)[]): DnsConfig | undefined {
-  const given = configs.filter((c): c is DnsConfig => !!c);
-  if (!given.length) return undefined;
-  const once = (lists: string[][]) => [...new Set(lists.flat())];
-  const domain = given.find((c) => c.domain)?.domain;
-  return {
-    nameservers: once(given.map((c) => c.nameservers)),
-    search: once(given.map((c) => c.search)),
-    options: once(given.map((c) => c.options)),
-    ...(domain ? { domain } : {}),
-  };
 }
 
 /** The lowest device slot no part holds (a part without one holds its position). */

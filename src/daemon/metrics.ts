@@ -29,7 +29,7 @@ export class KnitMetrics {
   readonly clusterSourceState = new Gauge('knit_cluster_node_source_state', '1 for the state the node list is in (starting, synced, unreachable), 0 for the others.', ['state']);
   readonly clusterSubnetConflicts = new Gauge('knit_cluster_subnet_conflicts', 'Networks whose node subnet changed while pods hold addresses in the old one.');
   readonly draRegistrations = new Counter('knit_dra_registrations_total', 'The kubelet\'s NotifyRegistrationStatus calls to the DRA plugin, by outcome (registered "true" or "false").', ['registered']);
-  readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, ignored, dropped) and detail (the answer\'s kind, or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
+  readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, received, ignored, dropped) and detail (the answer\'s kind, the message taken without one: release, decline; or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
   readonly dhcpResponders = new Gauge('knit_dhcp_responders', 'Guest taps knit answers DHCP and router solicitations on.');
   /** The process and Node.js series; started with the metrics listener, so a node that
    * serves no metrics pays nothing for them. */

@@ -214,7 +214,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const guestDhcp = startGuestDhcpWhenNeeded({
     records, watch: (l) => manager.watch(l), networks: () => specs, defaultNetwork: () => config.defaultNetwork, log,
     netnsFileGone: goneSweeps.promptFileGone,
-    observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: o.result === 'answered' ? o.kind : o.reason }, frames),
+    observe: (o, frames) => metrics.dhcpFrames.inc({ result: o.result, detail: 'kind' in o ? o.kind : o.reason }, frames),
   });
   metrics.dhcpResponders.set({}, () => guestDhcp.size());
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);

@@ -6,6 +6,8 @@ import { ipv4Text, macText } from './addr.js';
 export const SERVER_PORT = 67;
 export const CLIENT_PORT = 68;
 const FIXED = 236; // op .. file
+const SNAME = [44, 108] as const;
+const FILE = [108, 236] as const;
 const COOKIE = 0x63825363;
 const BOOTREQUEST = 1;
 const BOOTREPLY = 2;
@@ -18,7 +20,7 @@ export const MessageType = { discover: 1, offer: 2, request: 3, decline: 4, ack:
 /** RFC 2132 (and 3397, 3442) option codes knit reads or writes. */
 export const Opt = {
   pad: 0, subnetMask: 1, router: 3, dns: 6, hostName: 12, domainName: 15, mtu: 26,
-  requestedIp: 50, leaseTime: 51, overload: 52, messageType: 53, serverId: 54, renewal: 58, rebinding: 59,
+  requestedIp: 50, leaseTime: 51, overload: 52, messageType: 53, serverId: 54, parameterRequest: 55, maxMessageSize: 57, renewal: 58, rebinding: 59,
   domainSearch: 119, classlessRoutes: 121, end: 255,
 } as const;
 
@@ -31,6 +33,10 @@ export interface DhcpRequest {
   messageType: number;
   requestedIp?: string;
   serverId?: string;
+  /** Option 55: the options the client asks for, in its order of preference (RFC 2132 9.8). */
+  parameterRequest: number[];
+  /** The largest reply (IP datagram) the client takes: option 57, at least 576 (RFC 2132 9.10). */
+  maxMessageSize: number;
   /** The request's bytes, for the reply to echo what it must (xid, flags, giaddr, chaddr). */
   raw: Buffer;
 }
@@ -40,7 +46,7 @@ export function parseRequest(msg: Buffer): DhcpRequest {
   if (msg.length < FIXED + 4) throw new Malformed('truncated');
   if (msg[0] !== BOOTREQUEST || msg[1] !== HTYPE_ETHERNET || msg[2] !== 6) throw new Malformed('bad-message');
   if (msg.readUInt32BE(FIXED) !== COOKIE) throw new Malformed('bad-message');
-  const options = parseOptions(msg.subarray(FIXED + 4));
+  const options = withOverload(msg, parseOptions(msg.subarray(FIXED + 4)));
   const type = options.get(Opt.messageType);
   if (!type || type.length !== 1 || type[0]! < 1 || type[0]! > 8) throw new Malformed('bad-message');
   const addr = (code: number) => {
@@ -49,6 +55,7 @@ export function parseRequest(msg: Buffer): DhcpRequest {
     if (v.length !== 4) throw new Malformed('bad-message');
     return ipv4Text(v);
   };
+  const maxSize = options.get(Opt.maxMessageSize);
   const requestedIp = addr(Opt.requestedIp);
   const serverId = addr(Opt.serverId);
   return {
@@ -60,8 +67,30 @@ export function parseRequest(msg: Buffer): DhcpRequest {
     messageType: type[0]!,
     ...(requestedIp ? { requestedIp } : {}),
     ...(serverId ? { serverId } : {}),
+    parameterRequest: [...(options.get(Opt.parameterRequest) ?? [])],
+    maxMessageSize: Math.max(MIN_MESSAGE_SIZE, maxSize?.length === 2 ? maxSize.readUInt16BE(0) : 0),
     raw: msg,
   };
+}
+
+/** Option overload (RFC 2131 4.1, RFC 2132 9.3): option 52 in the options field says the
+ * options go on in `file` (1), `sname` (2) or both (3). Each such field holds options from its
+ * first byte to an end option, none overrunning it, and no second option 52; the aggregate is
+ * options, then file, then sname, a code seen again appended to its value (RFC 3396 section 6). */
+function withOverload(msg: Buffer, options: Map<number, Buffer>): Map<number, Buffer> {
+  const overload = options.get(Opt.overload);
+  if (overload === undefined) return options;
+  if (overload.length !== 1 || overload[0]! < 1 || overload[0]! > 3) throw new Malformed('bad-message');
+  const fields = [...(overload[0]! & 1 ? [FILE] : []), ...(overload[0]! & 2 ? [SNAME] : [])];
+  const out = new Map(options);
+  for (const [start, end] of fields) {
+    for (const [code, value] of parseOptions(msg.subarray(start, end))) {
+      if (code === Opt.overload) throw new Malformed('bad-message');
+      const prev = out.get(code);
+      out.set(code, prev ? Buffer.concat([prev, value]) : value);
+    }
+  }
+  return out;
 }
 
 /** Code -> value; a repeated code is concatenated (RFC 3396). Needs the end option. */
@@ -82,6 +111,29 @@ export function parseOptions(buf: Buffer): Map<number, Buffer> {
     out.set(code, prev ? Buffer.concat([prev, value]) : value);
     i += 2 + buf[i + 1]!;
   }
+}
+
+/** What every client takes (RFC 2131 section 2: an options field of 312 bytes; RFC 2132 9.10). */
+const MIN_MESSAGE_SIZE = 576;
+const IP_UDP_HEADERS = 28;
+/** What a reply always carries, whatever its size: the message type, the server, the lease, the
+ * address's mask and router. */
+const ESSENTIAL: ReadonlySet<number> = new Set([Opt.messageType, Opt.serverId, Opt.leaseTime, Opt.subnetMask, Opt.router]);
+
+/** A reply's options in the client's order of preference (RFC 2132 9.8: the server MUST try
+ * to), the ones it did not ask for after them; what does not fit the client's largest message
+ * is left out, the ones it did not ask for first, then its least preferred. The essential ones
+ * always go. */
+export function arrangeOptions(options: [number, Buffer][], req: Pick<DhcpRequest, 'parameterRequest' | 'maxMessageSize'>): [number, Buffer][] {
+  const rank = (code: number) => (ESSENTIAL.has(code) ? -1 : req.parameterRequest.includes(code) ? req.parameterRequest.indexOf(code) : 256);
+  const ordered = options.map((o, i) => ({ o, i })).sort((a, b) => rank(a.o[0]) - rank(b.o[0]) || a.i - b.i).map((x) => x.o);
+  let room = req.maxMessageSize - IP_UDP_HEADERS - FIXED - 4 - 1; // the end option
+  return ordered.filter(([code, value]) => {
+    const size = value.length + 2 * Math.max(1, Math.ceil(value.length / 255));
+    if (!ESSENTIAL.has(code) && size > room) return false;
+    room -= size;
+    return true;
+  });
 }
 
 /** Options in the order given; a value over 255 bytes is split into several (RFC 3396). */

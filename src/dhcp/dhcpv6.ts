@@ -59,11 +59,32 @@ export function duidLl(mac: Buffer): Buffer {
   return Buffer.concat([Buffer.from([0, 3, 0, 1]), mac]);
 }
 
-/** IA_NA (21.4) holding one IAADDR (21.6) with the given lifetimes; T1/T2 0 = the client's choice. */
-export function iaNa(iaid: Buffer, address: Buffer, preferred: number, valid: number): Buffer {
-  const addr = Buffer.alloc(24);
-  address.copy(addr, 0);
-  addr.writeUInt32BE(preferred, 16);
-  addr.writeUInt32BE(valid, 20);
-  return option6(Opt6.iaNa, Buffer.concat([iaid, Buffer.alloc(8), option6(Opt6.iaAddr, addr)]));
+/** IA_NA (21.4) with T1/T2 and one IAADDR (21.6) per address, each with its lifetimes. */
+export function iaNa(iaid: Buffer, t1: number, t2: number, addresses: { address: Buffer; preferred: number; valid: number }[]): Buffer {
+  const head = Buffer.alloc(12);
+  iaid.copy(head, 0, 0, 4);
+  head.writeUInt32BE(t1, 4);
+  head.writeUInt32BE(t2, 8);
+  const addrs = addresses.map((a) => {
+    const addr = Buffer.alloc(24);
+    a.address.copy(addr, 0);
+    addr.writeUInt32BE(a.preferred, 16);
+    addr.writeUInt32BE(a.valid, 20);
+    return option6(Opt6.iaAddr, addr);
+  });
+  return option6(Opt6.iaNa, Buffer.concat([head, ...addrs]));
 }
+
+/** The IAADDRs' addresses in a client's IA_NA (its first 12 bytes are IAID, T1, T2). */
+export function iaAddresses(ia: Buffer): Buffer[] {
+  return (parseOptions6(ia.subarray(12)).get(Opt6.iaAddr) ?? []).filter((a) => a.length >= 24).map((a) => a.subarray(0, 16));
+}
+
+/** Status Code (21.13): the code, then a message for a human. */
+export const statusCode = (code: number, message: string): Buffer => {
+  const v = Buffer.alloc(2);
+  v.writeUInt16BE(code);
+  return option6(Opt6.statusCode, Buffer.concat([v, Buffer.from(message, 'utf8')]));
+};
+
+export const Status6 = { success: 0, notOnLink: 4 } as const;

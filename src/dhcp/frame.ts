@@ -63,18 +63,20 @@ function pseudoHeader(family: 4 | 6, src: Buffer, dst: Buffer, protocol: number,
   return p;
 }
 
-/** Takes a frame apart; throws Malformed. maxFrame: the largest frame the link carries. */
-export function parseFrame(frame: Buffer, maxFrame: number): ParsedFrame {
+/** Takes a frame apart; throws Malformed. maxFrame: the largest frame the link carries.
+ * partialChecksum: the sender left its UDP/ICMPv6 checksum to the NIC (the packet socket's
+ * TP_STATUS_CSUMNOTREADY, packet(7)): the field then holds the pseudo-header's sum alone. */
+export function parseFrame(frame: Buffer, maxFrame: number, partialChecksum = false): ParsedFrame {
   if (frame.length > maxFrame) throw new Malformed('oversized');
   if (frame.length < ETH_HEADER) throw new Malformed('truncated');
   const ethertype = frame.readUInt16BE(12);
   const head = { dstMac: macText(frame.subarray(0, 6)), srcMac: macText(frame.subarray(6, 12)) };
-  if (ethertype === ETHERTYPE_IPV4) return { ...head, ...parseIpv4(frame.subarray(ETH_HEADER)) };
-  if (ethertype === ETHERTYPE_IPV6) return { ...head, ...parseIpv6(frame.subarray(ETH_HEADER)) };
+  if (ethertype === ETHERTYPE_IPV4) return { ...head, ...parseIpv4(frame.subarray(ETH_HEADER), partialChecksum) };
+  if (ethertype === ETHERTYPE_IPV6) return { ...head, ...parseIpv6(frame.subarray(ETH_HEADER), partialChecksum) };
   throw new Malformed('bad-header');
 }
 
-function parseIpv4(ip: Buffer): Omit<ParsedFrame, 'srcMac' | 'dstMac'> {
+function parseIpv4(ip: Buffer, partialChecksum: boolean): Omit<ParsedFrame, 'srcMac' | 'dstMac'> {
   if (ip.length < IPV4_HEADER) throw new Malformed('truncated');
   const ihl = (ip[0]! & 0x0f) * 4;
   if (ip[0]! >> 4 !== 4 || ihl < IPV4_HEADER) throw new Malformed('bad-header');
@@ -87,11 +89,11 @@ function parseIpv4(ip: Buffer): Omit<ParsedFrame, 'srcMac' | 'dstMac'> {
   if (ip[9] !== PROTO_UDP) throw new Malformed('bad-header');
   const src = ip.subarray(12, 16);
   const dst = ip.subarray(16, 20);
-  const udp = parseUdp(ip.subarray(ihl, total), 4, src, dst);
+  const udp = parseUdp(ip.subarray(ihl, total), 4, src, dst, partialChecksum);
   return { family: 4, srcIp: ipv4Text(src), dstIp: ipv4Text(dst), hopLimit: ip[8]!, protocol: PROTO_UDP, ...udp };
 }
 
-function parseIpv6(ip: Buffer): Omit<ParsedFrame, 'srcMac' | 'dstMac'> {
+function parseIpv6(ip: Buffer, partialChecksum: boolean): Omit<ParsedFrame, 'srcMac' | 'dstMac'> {
   if (ip.length < IPV6_HEADER) throw new Malformed('truncated');
   if (ip[0]! >> 4 !== 6) throw new Malformed('bad-header');
   const payloadLength = ip.readUInt16BE(4);
@@ -101,24 +103,36 @@ function parseIpv6(ip: Buffer): Omit<ParsedFrame, 'srcMac' | 'dstMac'> {
   const dst = ip.subarray(24, 40);
   const body = ip.subarray(IPV6_HEADER, IPV6_HEADER + payloadLength);
   const base = { family: 6 as const, srcIp: ipv6Text(src), dstIp: ipv6Text(dst), hopLimit: ip[7]! };
-  if (next === PROTO_UDP) return { ...base, protocol: PROTO_UDP, ...parseUdp(body, 6, src, dst) };
+  if (next === PROTO_UDP) return { ...base, protocol: PROTO_UDP, ...parseUdp(body, 6, src, dst, partialChecksum) };
   if (next === PROTO_ICMPV6) {
     if (body.length < 4) throw new Malformed('truncated');
-    if (checksum([pseudoHeader(6, src, dst, PROTO_ICMPV6, body.length), body]) !== 0) throw new Malformed('bad-checksum');
+    if (!transportChecksumOk(pseudoHeader(6, src, dst, PROTO_ICMPV6, body.length), body, 2, partialChecksum)) throw new Malformed('bad-checksum');
     return { ...base, protocol: PROTO_ICMPV6, srcPort: 0, dstPort: 0, payload: body };
   }
   // Extension headers: neither a Solicit nor an RS carries one.
   throw new Malformed('bad-header');
 }
 
-function parseUdp(udp: Buffer, family: 4 | 6, src: Buffer, dst: Buffer): { srcPort: number; dstPort: number; payload: Buffer } {
+/** Whether a UDP or ICMPv6 segment's checksum (at `field`) is right. One the sender left to the
+ * NIC is first completed as the NIC would complete it (the sum over the segment, the seed in the
+ * field included: RFC 1071's sum is linear), then checked as the receiver checks it: a seed that
+ * is not the sum of this pseudo-header (another address, length or protocol) still fails. */
+function transportChecksumOk(pseudo: Buffer, segment: Buffer, field: number, partial: boolean): boolean {
+  if (!partial) return checksum([pseudo, segment]) === 0;
+  const completed = Buffer.from(segment);
+  completed.writeUInt16BE(checksum([segment]), field);
+  return checksum([pseudo, completed]) === 0;
+}
+
+function parseUdp(udp: Buffer, family: 4 | 6, src: Buffer, dst: Buffer, partialChecksum: boolean): { srcPort: number; dstPort: number; payload: Buffer } {
   if (udp.length < UDP_HEADER) throw new Malformed('truncated');
   const length = udp.readUInt16BE(4);
   if (length < UDP_HEADER) throw new Malformed('bad-header');
   if (length > udp.length) throw new Malformed('truncated');
   const sum = udp.readUInt16BE(6);
   // IPv4 may leave the checksum out (0); IPv6 may not (RFC 8200 8.1).
-  if ((sum !== 0 || family === 6) && checksum([pseudoHeader(family, src, dst, PROTO_UDP, length), udp.subarray(0, length)]) !== 0) {
+  const checked = sum !== 0 || family === 6 || partialChecksum;
+  if (checked && !transportChecksumOk(pseudoHeader(family, src, dst, PROTO_UDP, length), udp.subarray(0, length), 6, partialChecksum)) {
     throw new Malformed('bad-checksum');
   }
   return { srcPort: udp.readUInt16BE(0), dstPort: udp.readUInt16BE(2), payload: udp.subarray(UDP_HEADER, length) };

@@ -19,6 +19,10 @@ export interface GuestLease {
   serverIsRouter6: boolean;
   mtu: number;
   hostname?: string;
+  /** Option 15: the config's domain, else the first search domain. */
+  domain?: string;
+  /** Option 119, DHCPv6 option 24, the RA's DNSSL: the search list, else the domain alone
+   * (resolv.conf(5): either names the search list). */
   search: string[];
   v4?: { address: Buffer; prefix: number; serverId: Buffer; router?: Buffer; routes: Route4[]; dns: Buffer[] };
   v6?: { address: Buffer; prefix: number; dns: Buffer[] };
@@ -33,13 +37,15 @@ export function leaseFrom(guest: GuestConfig, server: { mac: string; isRouter6: 
   const v6 = guest.ips.find((ip) => ip.family === 6);
   const dns = guest.dns?.nameservers ?? [];
   const search = guest.dns?.search ?? [];
+  const domain = guest.dns?.domain || search[0];
   const lease: GuestLease = {
     guestMac: guest.mac.toLowerCase(),
     serverMac: server.mac.toLowerCase(),
     serverIsRouter6: server.isRouter6,
     mtu: guest.mtu,
     ...(server.hostname ? { hostname: server.hostname } : {}),
-    search: guest.dns?.domain && !search.includes(guest.dns.domain) ? [guest.dns.domain, ...search] : search,
+    ...(domain ? { domain } : {}),
+    search: search.length ? search : domain ? [domain] : [],
   };
   if (v4) {
     const { address, prefix } = splitCidr(v4.address);

@@ -4,20 +4,28 @@
 import { ipv4Bytes, ipv4Mask, ipv6Bytes, linkLocalOf, macBytes } from './addr.js';
 import { Malformed, PROTO_ICMPV6, PROTO_UDP, buildIcmpv6Frame, buildUdpFrame, parseFrame, ETH_HEADER, type ParsedFrame } from './frame.js';
 import {
-  CLIENT_PORT, FLAG_BROADCAST, MessageType, Opt, SERVER_PORT, buildReply, encodeClasslessRoutes, encodeDomainList, parseRequest,
+  CLIENT_PORT, FLAG_BROADCAST, MessageType, Opt, SERVER_PORT, arrangeOptions, buildReply, encodeClasslessRoutes, encodeDomainList, parseRequest,
 } from './dhcpv4.js';
-import { CLIENT_PORT as CLIENT_PORT6, Msg6, Opt6, SERVER_PORT as SERVER_PORT6, buildMessage6, duidLl, iaNa, option6, parseMessage6 } from './dhcpv6.js';
+import {
+  CLIENT_PORT as CLIENT_PORT6, Msg6, Opt6, SERVER_PORT as SERVER_PORT6, Status6, buildMessage6, duidLl, iaAddresses, iaNa, option6, parseMessage6, statusCode,
+} from './dhcpv6.js';
 import { ICMP6_RS, buildRouterAdvertisement, checkRouterSolicitation } from './ndp.js';
 import { needsClasslessRoutes, type GuestLease } from './lease.js';
 
-/** What became of one frame. `answered` carries the reply's kind for the metric. */
+/** What became of one frame. `answered` carries the reply's kind for the metric; `received`, a
+ * message that takes no answer (RFC 2131 4.3.3, 4.3.4): the address stays the guest's, as the
+ * pod's, whatever it releases or declines. */
 export type Outcome =
   | { result: 'answered'; kind: 'offer' | 'ack' | 'nak' | 'advertise' | 'reply' | 'ra'; frames: Buffer[] }
+  | { result: 'received'; kind: 'release' | 'decline' }
   | { result: 'ignored'; reason: 'not-for-us' | 'no-address' | 'unanswered-type' }
   | { result: 'dropped'; reason: Malformed['reason'] | 'foreign-mac' | 'over-budget' };
 
-/** KubeVirt's lease (999 days): long enough that a guest never renews in practice. */
+/** KubeVirt's lease (999 days): long enough that a guest never renews in practice. DHCPv6
+ * gives its address the same lifetimes, and T1/T2 at 0.5 and 0.8 of them (RFC 8415 21.4). */
 export const LEASE_SECONDS = 999 * 24 * 3600;
+export const T1_SECONDS = LEASE_SECONDS / 2;
+export const T2_SECONDS = (LEASE_SECONDS * 4) / 5;
 /** How long an RA's default route lasts; the caller re-advertises well within it. */
 export const ROUTER_LIFETIME = 9000; // the RFC 4861 maximum
 const ALL_NODES = ipv6Bytes('ff02::1');
@@ -25,10 +33,11 @@ const BROADCAST4 = Buffer.from([255, 255, 255, 255]);
 /** VLAN-tagged frames and jumbo frames over the guest's MTU are not DHCP from this guest. */
 const maxFrame = (lease: GuestLease) => lease.mtu + ETH_HEADER;
 
-export function respond(lease: GuestLease, frame: Buffer): Outcome {
+/** partialChecksum: the frame's checksum is the sender's NIC's to complete (src/net/packet-taps.ts). */
+export function respond(lease: GuestLease, frame: Buffer, partialChecksum = false): Outcome {
   let f: ParsedFrame;
   try {
-    f = parseFrame(frame, maxFrame(lease));
+    f = parseFrame(frame, maxFrame(lease), partialChecksum);
   } catch (err) {
     if (err instanceof Malformed) return { result: 'dropped', reason: err.reason };
     throw err;
@@ -69,8 +78,12 @@ function dhcp4(lease: GuestLease, f: ParsedFrame): Outcome {
     case MessageType.inform:
       kind = 'ack';
       break;
+    case MessageType.release:
+    case MessageType.decline:
+      if (!ours) return { result: 'ignored', reason: 'not-for-us' };
+      return { result: 'received', kind: req.messageType === MessageType.release ? 'release' : 'decline' };
     default:
-      return { result: 'ignored', reason: 'unanswered-type' }; // release, decline
+      return { result: 'ignored', reason: 'unanswered-type' }; // a server's message type
   }
   const inform = req.messageType === MessageType.inform;
   const type = kind === 'offer' ? MessageType.offer : kind === 'ack' ? MessageType.ack : MessageType.nak;
@@ -81,12 +94,13 @@ function dhcp4(lease: GuestLease, f: ParsedFrame): Outcome {
     if (v4.router) options.push([Opt.router, v4.router]);
     if (needsClasslessRoutes(v4)) options.push([Opt.classlessRoutes, encodeClasslessRoutes(v4.routes)]);
     if (v4.dns.length) options.push([Opt.dns, Buffer.concat(v4.dns)]);
-    if (lease.search.length) options.push([Opt.domainName, Buffer.from(lease.search[0]!, 'ascii')], [Opt.domainSearch, encodeDomainList(lease.search)]);
+    if (lease.domain) options.push([Opt.domainName, Buffer.from(lease.domain, 'ascii')]);
+    if (lease.search.length) options.push([Opt.domainSearch, encodeDomainList(lease.search)]);
     if (lease.hostname) options.push([Opt.hostName, Buffer.from(lease.hostname, 'ascii')]);
     options.push([Opt.mtu, u16(lease.mtu)]);
   }
   const yiaddr = kind === 'nak' || inform ? Buffer.alloc(4) : v4.address;
-  const payload = buildReply(req, yiaddr, options);
+  const payload = buildReply(req, yiaddr, arrangeOptions(options, req));
   // RFC 2131 4.1: to ciaddr when the client has one, else broadcast when it asks (and always
   // for a NAK), else to the offered address; the frame always goes to the guest's MAC.
   const ciaddr = ipv4Bytes(req.ciaddr);
@@ -110,9 +124,39 @@ function dhcp6(lease: GuestLease, f: ParsedFrame): Outcome {
   const kind = msg.type === Msg6.solicit && !rapid ? 'advertise' : 'reply';
   const options: Buffer[] = [option6(Opt6.clientId, clientId), option6(Opt6.serverId, serverDuid)];
   if (rapid) options.push(option6(Opt6.rapidCommit, Buffer.alloc(0)));
-  const ia = msg.options.get(Opt6.iaNa)?.[0];
-  if (ia && ia.length >= 12 && msg.type !== Msg6.release && msg.type !== Msg6.decline) {
-    options.push(iaNa(ia.subarray(0, 4), v6.address, 0xffffffff, 0xffffffff));
+  const ias = (msg.options.get(Opt6.iaNa) ?? []).filter((ia) => ia.length >= 12);
+  switch (msg.type) {
+    case Msg6.solicit:
+    case Msg6.request:
+    case Msg6.renew:
+    case Msg6.rebind: {
+      // The guest's address in each IA; on a Renew or Rebind, any other address the client
+      // holds goes back with lifetimes 0, so a guest whose address changed drops the old one
+      // (RFC 8415 18.3.4, 18.3.5).
+      const held = msg.type === Msg6.renew || msg.type === Msg6.rebind;
+      for (const ia of ias) {
+        const stale = held ? iaAddresses(ia).filter((a) => !a.equals(v6.address)) : [];
+        options.push(iaNa(ia.subarray(0, 4), T1_SECONDS, T2_SECONDS, [
+          { address: v6.address, preferred: LEASE_SECONDS, valid: LEASE_SECONDS },
+          ...stale.map((address) => ({ address, preferred: 0, valid: 0 })),
+        ]));
+      }
+      break;
+    }
+    case Msg6.confirm: {
+      // RFC 8415 18.3.3: Success when every address the client names is on the guest's link.
+      const named = ias.flatMap(iaAddresses);
+      if (!named.length) return { result: 'ignored', reason: 'not-for-us' }; // no reply, as the RFC says
+      const onLink = named.every((a) => samePrefix(a, v6.address, v6.prefix));
+      options.push(onLink ? statusCode(Status6.success, 'on link') : statusCode(Status6.notOnLink, 'not on this link'));
+      break;
+    }
+    case Msg6.release:
+    case Msg6.decline:
+      // 18.3.7, 18.3.8: a Reply with Success; the address stays the guest's, as the pod's.
+      options.push(statusCode(Status6.success, msg.type === Msg6.release ? 'released' : 'declined'));
+      break;
+    // information-request: the configuration options alone
   }
   if (v6.dns.length) options.push(option6(Opt6.dnsServers, Buffer.concat(v6.dns)));
   if (lease.search.length) options.push(option6(Opt6.domainList, encodeDomainList(lease.search)));
@@ -122,6 +166,12 @@ function dhcp6(lease: GuestLease, f: ParsedFrame): Outcome {
     srcPort: SERVER_PORT6, dstPort: CLIENT_PORT6, payload,
   });
   return { result: 'answered', kind, frames: [frame] };
+}
+
+/** Whether a and b share their first `prefix` bits. */
+function samePrefix(a: Buffer, b: Buffer, prefix: number): boolean {
+  for (let bit = 0; bit < prefix; bit++) if ((a[bit >> 3]! ^ b[bit >> 3]!) & (0x80 >> (bit & 7))) return false;
+  return true;
 }
 
 /** An RA for the guest: managed (addresses by DHCPv6), its prefix on-link, MTU, DNS. Sent in

@@ -83,7 +83,7 @@ export class GuestResponders {
         continue;
       }
       if (!('frame' in e)) continue; // ENETDOWN and the like: the tap is down; the socket carries on
-      const outcome: Outcome = e.wireLength > e.frame.length ? { result: 'dropped', reason: 'oversized' } : respond(a.lease, e.frame);
+      const outcome: Outcome = e.wireLength > e.frame.length ? { result: 'dropped', reason: 'oversized' } : respond(a.lease, e.frame, e.partialChecksum);
       if (outcome.result === 'answered') this.send(a, outcome.frames);
       this.observe(outcome, a, 1);
     }

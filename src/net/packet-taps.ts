@@ -9,8 +9,11 @@
 import { native } from './native.js';
 
 export type PacketEvent =
-  /** wireLength > frame.length: the frame was longer than the addon's 64 KiB read buffer. */
-  | { id: number; frame: Buffer; wireLength: number }
+  /** wireLength > frame.length: the frame was longer than the addon's 64 KiB read buffer.
+   * partialChecksum: its UDP/ICMPv6 checksum is the sender's NIC's to complete, the field holds
+   * only the pseudo-header's sum (a virtio guest's kernel sockets send such frames: packet(7),
+   * TP_STATUS_CSUMNOTREADY). */
+  | { id: number; frame: Buffer; wireLength: number; partialChecksum: boolean }
   /** The socket reported an error (ENETDOWN when the tap went down or away). */
   | { id: number; code: string; errno: number }
   /** The addon read and discarded this many frames: the guest sent more than 20 a second

@@ -18,6 +18,8 @@ export interface DaemonOptions {
   /** /24 v4 subnet unique to this test, e.g. "10.231.7.0/24". */
   subnet: string;
   subnet6?: string;
+  /** The network's DNS (the config's `dns`: nameservers, search, domain, options). */
+  dns?: object;
   mode?: 'bridge' | 'routed';
   extraNetworks?: object[];
   config?: Record<string, unknown>;
@@ -79,6 +81,7 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
         bridge: `${o.prefix}br`,
         ipv4: { subnet: o.subnet },
         ...(o.subnet6 ? { ipv6: { subnet: o.subnet6 } } : {}),
+        ...(o.dns ? { dns: o.dns } : {}),
       },
       ...(o.extraNetworks ?? []),
     ],

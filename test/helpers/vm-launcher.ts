@@ -94,8 +94,9 @@ export interface LaunchOptions {
   ping?: string[];
   /** Serve QMP (Guest.qmpSocket), for NIC hot-plug. */
   qmp?: boolean;
-  /** The guest asks DHCP (knit answers KubeVirt guests) instead of taking the hand-off's config. */
-  dhcp?: boolean;
+  /** The guest asks DHCP (knit answers KubeVirt guests) instead of taking the hand-off's config;
+   * 'clients': real DHCP clients one after another (test/fixtures/guest-dhcp-clients.ts). */
+  dhcp?: boolean | 'clients';
 }
 
 export interface LaunchedVm {
@@ -110,7 +111,7 @@ export interface LaunchedVm {
 export async function launchVm(o: LaunchOptions): Promise<LaunchedVm> {
   const h = o.handoff;
   if (h.device !== 'tap') throw new Error(`launchVm: handoff.device ${h.device} is not a tap`);
-  const net = o.dhcp ? { dhcp: true, ...(o.ping ? { ping: o.ping } : {}) } : guestNetFrom(h, o.ping);
+  const net = o.dhcp ? { dhcp: o.dhcp, ...(o.ping ? { ping: o.ping } : {}) } : guestNetFrom(h, o.ping);
   const base = { name: o.name, netnsPath: h.netns ?? '/proc/1/ns/net', mac: h.mac, net, qmp: o.qmp };
   if (o.by === 'name') {
     // The fixture's by-name netdev has no queues= option: QEMU would open one queue.

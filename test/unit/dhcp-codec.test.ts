@@ -9,7 +9,7 @@ import { buildIcmpv6Frame, buildUdpFrame, parseFrame, ETH_HEADER } from '../../s
 import { encodeClasslessRoutes, encodeDomainList, encodeOptions, parseOptions } from '../../src/dhcp/dhcpv4.js';
 import { parseOptions6 } from '../../src/dhcp/dhcpv6.js';
 import { leaseFrom } from '../../src/dhcp/lease.js';
-import { LEASE_SECONDS, respond, routerAdvertisement } from '../../src/dhcp/responder.js';
+import { LEASE_SECONDS, T1_SECONDS, T2_SECONDS, respond, routerAdvertisement } from '../../src/dhcp/responder.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
 import { dhcpFrame as clientFrame } from '../helpers/dhcp-client.js';
 
@@ -121,7 +121,11 @@ test('REQUEST for the offered address gets an ACK (broadcast when asked); for an
   const renew = respond(lease, dhcpFrame(3, { ciaddr: '10.118.0.5' }));
   t.like(renew, { result: 'answered', kind: 'ack' });
   if (renew.result === 'answered') t.is(answerOf(renew.frames[0]!).f.dstIp, '10.118.0.5');
-  t.like(respond(lease, dhcpFrame(7)), { result: 'ignored', reason: 'unanswered-type' });
+  // RELEASE and DECLINE take no answer (RFC 2131 4.3.3, 4.3.4): received; one to another server, not ours.
+  t.deepEqual(respond(lease, dhcpFrame(7, { ciaddr: '10.118.0.5', options: [[54, ipv4Bytes('10.118.0.1')]] })), { result: 'received', kind: 'release' });
+  t.deepEqual(respond(lease, dhcpFrame(4, { options: [[50, ipv4Bytes('10.118.0.5')], [54, ipv4Bytes('10.118.0.1')]] })), { result: 'received', kind: 'decline' });
+  t.like(respond(lease, dhcpFrame(7, { ciaddr: '10.118.0.5', options: [[54, ipv4Bytes('10.9.9.9')]] })), { result: 'ignored', reason: 'not-for-us' });
+  t.like(respond(lease, dhcpFrame(5)), { result: 'ignored', reason: 'unanswered-type' }, 'a server\'s message type from the guest');
 });
 
 test('routes beyond the default go as option 121 with the default last (routed network: on-link gateway)', (t) => {
@@ -217,4 +221,180 @@ test('RA: hop limit 255, managed+other flags, the router\'s link-layer address, 
   t.like(out, { result: 'answered', kind: 'ra' });
   const notRouter = leaseFrom(guest, { mac: SERVER_MAC, isRouter6: false });
   t.is(parseFrame(routerAdvertisement(notRouter), 1514).payload.readUInt16BE(6), 0, 'no default router when the server is not the router');
+});
+
+/** The frame as a guest's kernel hands it to its NIC with the checksum left to it (virtio-net's
+ * NEEDS_CSUM): the UDP/ICMPv6 checksum field holds the pseudo-header's sum alone, uncomplemented
+ * (Linux udp_set_csum: ~csum_tcpudp_magic(...)). ipOffset: where the transport header starts. */
+function partial(frame: Buffer, transportStart: number, field: number, pseudo: Buffer): Buffer {
+  const out = Buffer.from(frame);
+  let sum = 0;
+  for (let i = 0; i < pseudo.length; i += 2) sum += pseudo.readUInt16BE(i);
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  out.writeUInt16BE(sum, transportStart + field);
+  return out;
+}
+const pseudo4 = (frame: Buffer) => {
+  const ip = frame.subarray(ETH_HEADER);
+  const udpLength = ip.readUInt16BE(20 + 4);
+  return Buffer.concat([ip.subarray(12, 20), Buffer.from([0, 17, udpLength >> 8, udpLength & 0xff])]);
+};
+const pseudo6 = (frame: Buffer, next: number) => {
+  const ip = frame.subarray(ETH_HEADER);
+  const len = ip.readUInt16BE(4);
+  return Buffer.concat([ip.subarray(8, 40), Buffer.from([0, 0, len >> 8, len & 0xff, 0, 0, 0, next])]);
+};
+
+test('a checksum the guest left to its NIC (TP_STATUS_CSUMNOTREADY): answered when the seed is the pseudo-header sum, dropped otherwise', (t) => {
+  // A unicast RENEW from the guest's kernel UDP socket: 10.118.0.5:68 -> 10.118.0.1:67.
+  const full = buildUdpFrame({
+    dstMac: macBytes(SERVER_MAC), srcMac: macBytes(GUEST_MAC), srcIp: ipv4Bytes('10.118.0.5'), dstIp: ipv4Bytes('10.118.0.1'), srcPort: 68, dstPort: 67,
+    payload: parseFrame(dhcpFrame(3, { ciaddr: '10.118.0.5' }), 1514).payload,
+  });
+  const udpAt = ETH_HEADER + 20;
+  const renew = partial(full, udpAt, 6, pseudo4(full));
+  t.deepEqual(respond(lease, renew), { result: 'dropped', reason: 'bad-checksum' }, 'read as a finished checksum, the seed is wrong');
+  t.like(respond(lease, renew, true), { result: 'answered', kind: 'ack' });
+  t.like(respond(lease, full, true), { result: 'dropped', reason: 'bad-checksum' }, 'a finished checksum is no pseudo-header seed');
+  // A seed for another source address (as if the header changed after the sum): dropped.
+  const wrongSeed = partial(full, udpAt, 6, pseudo4(Buffer.concat([full.subarray(0, ETH_HEADER + 12), ipv4Bytes('10.118.0.6'), full.subarray(ETH_HEADER + 16)])));
+  t.deepEqual(respond(lease, wrongSeed, true), { result: 'dropped', reason: 'bad-checksum' });
+  // A finished checksum with a flipped byte is still dropped, flag or not.
+  const flipped = Buffer.from(full);
+  flipped[flipped.length - 20] ^= 0x10;
+  t.deepEqual(respond(lease, flipped), { result: 'dropped', reason: 'bad-checksum' });
+
+  // DHCPv6 from dhclient's kernel socket, and an RS, the same way.
+  const solicit = solicitFrame(false);
+  const solicitPartial = partial(solicit, ETH_HEADER + 40, 6, pseudo6(solicit, 17));
+  t.deepEqual(respond(lease, solicitPartial), { result: 'dropped', reason: 'bad-checksum' });
+  t.like(respond(lease, solicitPartial, true), { result: 'answered', kind: 'advertise' });
+  const rs = buildIcmpv6Frame(macBytes('33:33:00:00:00:02'), macBytes(GUEST_MAC), linkLocalOf(GUEST_MAC), ipv6Bytes('ff02::2'), Buffer.from([133, 0, 0, 0, 0, 0, 0, 0]));
+  t.like(respond(lease, partial(rs, ETH_HEADER + 40, 2, pseudo6(rs, 58)), true), { result: 'answered', kind: 'ra' });
+});
+
+/** A DISCOVER whose options go on in `file` and `sname` (option 52, RFC 2131 4.1). */
+function overloaded(main: [number, Buffer][], file: Buffer | undefined, sname: Buffer | undefined): Buffer {
+  const frame = dhcpFrame(1, { options: main });
+  const f = parseFrame(frame, 1514);
+  const msg = Buffer.from(f.payload);
+  // dhcpFrame put 53 first; the test's main options follow it.
+  if (sname) sname.copy(msg, 44);
+  if (file) file.copy(msg, 108);
+  return buildUdpFrame({ dstMac: macBytes('ff:ff:ff:ff:ff:ff'), srcMac: macBytes(GUEST_MAC), srcIp: ipv4Bytes('0.0.0.0'), dstIp: ipv4Bytes('255.255.255.255'), srcPort: 68, dstPort: 67, payload: msg });
+}
+
+test('option overload (RFC 2131 4.1, RFC 2132 9.3): options in file and sname are read; an overrun or a bad value gets no answer', (t) => {
+  const field = (len: number, ...opts: Buffer[]) => {
+    const b = Buffer.alloc(len); // the rest is pad (0)
+    Buffer.concat(opts).copy(b);
+    return b;
+  };
+  const opt = (code: number, v: Buffer) => Buffer.concat([Buffer.from([code, v.length]), v]);
+  const end = Buffer.from([255]);
+  // 52 = 3: the parameter request list in file, the requested address in sname.
+  const both = overloaded([[52, Buffer.from([3])]], field(128, opt(55, Buffer.from([119, 6, 3, 1])), end), field(64, opt(50, ipv4Bytes('10.118.0.5')), end));
+  const out = respond(lease, both);
+  if (out.result !== 'answered') return t.fail(JSON.stringify(out));
+  t.deepEqual([...answerOf(out.frames[0]!).options.keys()].slice(0, 9), [53, 54, 51, 1, 3, 119, 6, 15, 12], 'file\'s option 55 ordered the answer');
+  // 52 = 1: file only; sname's bytes are then a server name, not options.
+  t.like(respond(lease, overloaded([[52, Buffer.from([1])]], field(128, opt(55, Buffer.from([6])), end), Buffer.alloc(64, 0x41))), { result: 'answered', kind: 'offer' });
+
+  const dropped = { result: 'dropped', reason: 'bad-message' };
+  // An option that runs past the end of file, and a file with no end option.
+  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1])]], Buffer.concat([Buffer.alloc(124), Buffer.from([55, 10, 1, 3])]), undefined)), dropped);
+  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1])]], Buffer.alloc(128, 0), undefined)), dropped);
+  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([2])]], undefined, Buffer.concat([Buffer.alloc(62), Buffer.from([12, 9])]))), dropped);
+  // Option 52 with a value other than 1, 2, 3 or of another length; and 52 again inside file.
+  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([4])]], field(128, end), undefined)), dropped);
+  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1, 1])]], field(128, end), undefined)), dropped);
+  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1])]], field(128, opt(52, Buffer.from([2])), end), field(64, end))), dropped);
+});
+
+test('the answer\'s options follow the client\'s option 55; what does not fit its largest message (576, or option 57) is left out, least wanted first', (t) => {
+  const out = respond(lease, dhcpFrame(1, { options: [[55, Buffer.from([26, 119, 6])]] }));
+  if (out.result !== 'answered') return t.fail(JSON.stringify(out));
+  t.deepEqual([...answerOf(out.frames[0]!).options.keys()], [53, 54, 51, 1, 3, 26, 119, 6, 15, 12]);
+  // Forty search domains: more than an options field of 312 bytes holds.
+  const many = Array.from({ length: 40 }, (_, i) => `ns${i}.example.internal`);
+  const big = leaseFrom({ ...guest, dns: { nameservers: ['10.96.0.10'], search: many, options: [] } }, { mac: SERVER_MAC, isRouter6: true, hostname: 'vm1' });
+  const ipLength = (frame: Buffer) => frame.readUInt16BE(ETH_HEADER + 2);
+  const small = respond(big, dhcpFrame(1, { options: [[55, Buffer.from([1, 3, 6, 15, 119])]] }));
+  if (small.result !== 'answered') return t.fail(JSON.stringify(small));
+  t.true(ipLength(small.frames[0]!) <= 576, `${ipLength(small.frames[0]!)} bytes`);
+  const o = answerOf(small.frames[0]!).options;
+  t.deepEqual([...o.keys()], [53, 54, 51, 1, 3, 6, 15, 12, 26], 'the search list did not fit; the rest, asked for or not, did');
+  const large = respond(big, dhcpFrame(1, { options: [[55, Buffer.from([1, 3, 6, 15, 119])], [57, Buffer.from([0x05, 0xdc])]] }));
+  if (large.result !== 'answered') return t.fail(JSON.stringify(large));
+  t.deepEqual(answerOf(large.frames[0]!).options.get(119), encodeDomainList(many), 'with option 57 = 1500 it goes whole (split per RFC 3396)');
+  t.true(ipLength(large.frames[0]!) <= 1500);
+});
+
+test('domain and search: option 15 is the config\'s domain, option 119 its search list (the domain alone when there is none)', (t) => {
+  const withDomain = leaseFrom({ ...guest, dns: { nameservers: [], search: ['a.example', 'b.example'], options: [], domain: 'example' } }, { mac: SERVER_MAC, isRouter6: true });
+  const out = respond(withDomain, dhcpFrame(1));
+  if (out.result !== 'answered') return t.fail(JSON.stringify(out));
+  const o = answerOf(out.frames[0]!).options;
+  t.is(o.get(15)!.toString(), 'example');
+  t.deepEqual(o.get(119), encodeDomainList(['a.example', 'b.example']));
+  t.false(o.has(6), 'no nameservers, no option 6');
+  const domainOnly = leaseFrom({ ...guest, dns: { nameservers: [], search: [], options: [], domain: 'example' } }, { mac: SERVER_MAC, isRouter6: true });
+  const out2 = respond(domainOnly, dhcpFrame(1));
+  if (out2.result !== 'answered') return t.fail(JSON.stringify(out2));
+  t.deepEqual(answerOf(out2.frames[0]!).options.get(119), encodeDomainList(['example']));
+});
+
+const CLIENT_ID = Buffer.from('00030001' + '0a580a760005', 'hex');
+const opt6 = (code: number, v: Buffer) => Buffer.concat([Buffer.from([code >> 8, code & 0xff, v.length >> 8, v.length & 0xff]), v]);
+const iaAddr6 = (addr: string) => opt6(5, Buffer.concat([ipv6Bytes(addr), Buffer.alloc(8)]));
+const ia6 = (...addrs: string[]) => opt6(3, Buffer.concat([Buffer.from('cafe0001', 'hex'), Buffer.alloc(8), ...addrs.map(iaAddr6)]));
+const SERVER_ID = opt6(2, Buffer.from('00030001' + '0e1122334455', 'hex'));
+function message6(type: number, ...options: Buffer[]): Buffer {
+  return buildUdpFrame({
+    dstMac: macBytes('33:33:00:01:00:02'), srcMac: macBytes(GUEST_MAC), srcIp: linkLocalOf(GUEST_MAC), dstIp: ipv6Bytes('ff02::1:2'), srcPort: 546, dstPort: 547,
+    payload: Buffer.concat([Buffer.from([type, 0x12, 0x34, 0x56]), opt6(1, CLIENT_ID), ...options]),
+  });
+}
+const solicitFrame = (rapid: boolean) => message6(1, ia6(), ...(rapid ? [opt6(14, Buffer.alloc(0))] : []));
+function reply6(out: ReturnType<typeof respond>) {
+  if (out.result !== 'answered') throw new Error(JSON.stringify(out));
+  const f = parseFrame(out.frames[0]!, 1514);
+  return { type: f.payload[0], options: parseOptions6(f.payload.subarray(4)) };
+}
+const iaOf = (options: Map<number, Buffer[]>) => {
+  const ia = options.get(3)![0]!;
+  return { t1: ia.readUInt32BE(4), t2: ia.readUInt32BE(8), addrs: (parseOptions6(ia.subarray(12)).get(5) ?? []).map((a) => ({ address: ipv6Text(a.subarray(0, 16)), preferred: a.readUInt32BE(16), valid: a.readUInt32BE(20) })) };
+};
+const status6 = (options: Map<number, Buffer[]>) => options.get(13)?.[0]?.readUInt16BE(0);
+
+test('DHCPv6: T1/T2 at 0.5 and 0.8 of the lifetimes (RFC 8415 21.4); a Renew keeps the address and ends any other; DNS in every Reply', (t) => {
+  t.is(T1_SECONDS, LEASE_SECONDS / 2);
+  t.is(T2_SECONDS, LEASE_SECONDS * 0.8);
+  const adv = iaOf(reply6(respond(lease, solicitFrame(false))).options);
+  t.deepEqual(adv, { t1: T1_SECONDS, t2: T2_SECONDS, addrs: [{ address: 'fd00:118::5', preferred: LEASE_SECONDS, valid: LEASE_SECONDS }] });
+  const renew = reply6(respond(lease, message6(5, SERVER_ID, ia6('fd00:118::5', 'fd00:99::7'))));
+  t.is(renew.type, 7);
+  t.deepEqual(iaOf(renew.options).addrs, [
+    { address: 'fd00:118::5', preferred: LEASE_SECONDS, valid: LEASE_SECONDS },
+    { address: 'fd00:99::7', preferred: 0, valid: 0 },
+  ]);
+  t.deepEqual(renew.options.get(23)![0], ipv6Bytes('fd00:96::a'));
+  t.deepEqual(renew.options.get(24)![0], encodeDomainList(['default.svc.cluster.local', 'cluster.local']));
+  t.deepEqual(iaOf(reply6(respond(lease, message6(6, ia6('fd00:118::5')))).options).addrs.map((a) => a.address), ['fd00:118::5'], 'Rebind');
+  t.like(respond(lease, message6(5, opt6(2, Buffer.from('000300010e1122334499', 'hex')), ia6('fd00:118::5'))), { result: 'ignored', reason: 'not-for-us' });
+});
+
+test('DHCPv6: Confirm says on-link or not (18.3.3); Release and Decline get Success (18.3.7, 18.3.8); Information-request the DNS alone', (t) => {
+  t.is(status6(reply6(respond(lease, message6(4, ia6('fd00:118::5')))).options), 0);
+  t.is(status6(reply6(respond(lease, message6(4, ia6('fd00:99::7')))).options), 4, 'NotOnLink');
+  t.like(respond(lease, message6(4, ia6())), { result: 'ignored' }, 'a Confirm naming no address gets no Reply');
+  for (const type of [8, 9]) {
+    const r = reply6(respond(lease, message6(type, SERVER_ID, ia6('fd00:118::5'))));
+    t.is(r.type, 7);
+    t.is(status6(r.options), 0);
+    t.false(r.options.has(3), 'no IA in the Reply');
+  }
+  const info = reply6(respond(lease, message6(11)));
+  t.false(info.options.has(3));
+  t.deepEqual(info.options.get(23)![0], ipv6Bytes('fd00:96::a'));
 });
