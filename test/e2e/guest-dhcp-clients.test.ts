@@ -45,7 +45,8 @@ test.serial('real clients with default offloads: DNS in every answer, renews and
 
   ({ guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff: h, by: 'name', name: 'gdc', dhcp: 'clients' }));
   await guest.waitFor(/KNIT-CLIENTS-DONE/, 300_000);
-  const serial = guest.serial();
+  const serial = guest.serial().replace(/\r/g, '');
+  t.log((await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n').filter((l) => l.startsWith('knit_dhcp_frames_total')).join('\n'));
   t.log(serial.split('\n').filter((l) => l.startsWith('KNIT-CLIENT ')).join('\n'));
   t.deepEqual(serial.match(/^KNIT-CLIENT \S+ FAIL.*$/gm) ?? [], [], 'every client step succeeded');
   const env = clientEnv(serial);
@@ -59,7 +60,8 @@ test.serial('real clients with default offloads: DNS in every answer, renews and
   t.is(ub.get('domain'), 'cluster.local');
   t.is(ub.get('search'), 'default.svc.cluster.local svc.cluster.local');
   t.is(ub.get('hostname'), 'vm-clients');
-  t.regex(serial, /KNIT-CLIENT udhcpc renewed udp-out=1 udp-in=1 in-csum-errors=0$/m, 'one unicast renew, answered on the kernel socket (no broadcast rebind)');
+  const debug = serial.split('\n').filter((l) => l.startsWith('KNIT-DEBUG')).join('\n');
+  t.regex(serial, /KNIT-CLIENT udhcpc renewed udp-out=1 udp-in=1 in-csum-errors=0$/m, `one unicast renew, answered on the kernel socket (no broadcast rebind):\n${debug}`);
   t.is(got('udhcpc', 'renew').get('ip'), v4);
   t.regex(serial, /KNIT-CLIENT udhcpc released udp-out=1$/m);
 

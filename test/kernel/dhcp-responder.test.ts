@@ -1,8 +1,11 @@
 // knit answers a KubeVirt guest's DHCP on the tap it made (issue 25): a real daemon attaches a
 // virt-launcher netns with the tap binding, and the test plays the guest from the tap's own
-// file (a python helper opens tap0 as QEMU does). The guest's MAC gets an OFFER with the pod's
-// address, routes, MTU, DNS, search domains and hostname; DHCPv6 and router solicitations are
-// answered the same way. Truncated, oversized and foreign-MAC frames get no answer, are counted
+// file (a python helper opens tap0 as QEMU does, with a virtio-net header). The guest's MAC
+// gets an OFFER with the pod's address, routes, MTU, DNS (the request's, then the network's),
+// search domains and hostname; DHCPv6 and router solicitations are answered the same way.
+// Frames whose checksum the guest left to the NIC (a unicast RENEW, a RELEASE, a Solicit from
+// kernel sockets: issue 34) are taken; truly bad checksums, an overloaded DISCOVER whose options
+// overrun `file`, truncated, oversized and foreign-MAC frames get no answer, are counted
 // (knit_dhcp_frames_total) and do not stop the responder, nor does a flood (its surplus is
 // discarded in the addon and counted); it comes back after a kill -9 and
 // goes with the detach. Prefix dhr; subnets 10.233.25.0/24, fd00:233:25::/64.
@@ -11,8 +14,10 @@ import { execFileSync } from 'node:child_process';
 import { ip, tc } from '../helpers/observe.js';
 import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
-import { openTapPeer, type TapPeer } from '../fixtures/tap-peer.js';
-import { DISCOVER, REQUEST, dhcpAnswers, dhcpFrame, routerSolicitation, solicit6 } from '../helpers/dhcp-client.js';
+import { openTapPeer, type NeedsChecksum, type TapPeer } from '../fixtures/tap-peer.js';
+import {
+  DISCOVER, RELEASE, REQUEST, dhcpAnswers, dhcpFrame, overloadedDiscover, partialChecksum, routerSolicitation, solicit6, unicastDhcpFrame,
+} from '../helpers/dhcp-client.js';
 import { parseFrame } from '../../src/dhcp/frame.js';
 import { encodeDomainList } from '../../src/dhcp/dhcpv4.js';
 import { ipv6Bytes } from '../../src/dhcp/addr.js';
@@ -30,9 +35,9 @@ const isAnswer = (f: Buffer) => parsed([f]).some((p) => p.srcPort === 67 || p.sr
 
 /** Frames towards the guest after sending one: first whatever is late from before is drained,
  * then up to ms for an answer (the machine may be busy), then 300 ms more for a second one. */
-async function askPeer(peer: TapPeer, frame: Buffer, ms: number): Promise<Buffer[]> {
+async function askPeer(peer: TapPeer, frame: Buffer, ms: number, needsChecksum?: NeedsChecksum): Promise<Buffer[]> {
   await peer.recv(200);
-  peer.send(frame);
+  peer.send(frame, needsChecksum);
   const got: Buffer[] = [];
   for (const until = Date.now() + ms; Date.now() < until && !got.some(isAnswer);) got.push(...(await peer.recv(250)));
   return [...got, ...(await peer.recv(300))];
@@ -44,7 +49,10 @@ const ID = `${P}vm`;
 
 test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames are dropped and counted; kill -9 and restart re-arm it; detach takes it away', async (t) => {
   const port = await freePort();
-  const opts = { prefix: P.slice(0, -1), subnet: '10.233.25.0/24', subnet6: 'fd00:233:25::/64', config: { metricsAddress: `127.0.0.1:${port}` } };
+  const opts = {
+    prefix: P.slice(0, -1), subnet: '10.233.25.0/24', subnet6: 'fd00:233:25::/64', config: { metricsAddress: `127.0.0.1:${port}` },
+    dns: { nameservers: ['10.233.25.53'], search: ['dhr.example'] },
+  };
   let d: Daemon | undefined;
   let peer: TapPeer | undefined;
   t.teardown(async () => {
@@ -70,8 +78,8 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   t.like(h, { name: 'tap0', model: 'tap', owner: 107, group: 107 });
   t.is(await metric('knit_dhcp_responders'), 1);
 
-  peer = await openTapPeer(NS, 'tap0');
-  const ask = (frame: Buffer, ms = 5000) => askPeer(peer!, frame, ms);
+  peer = await openTapPeer(NS, 'tap0', { vnetHdr: true });
+  const ask = (frame: Buffer, ms = 5000, needsChecksum?: NeedsChecksum) => askPeer(peer!, frame, ms, needsChecksum);
 
   // DISCOVER -> OFFER, as a client checks it.
   const [offer] = dhcpAnswers(await ask(dhcpFrame(DISCOVER, h.mac)));
@@ -81,12 +89,38 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   t.is(offer!.f.dstMac, h.mac);
   t.deepEqual([...offer!.options.get(3)!].join('.'), '10.233.25.1');
   t.deepEqual([...offer!.options.get(1)!].join('.'), '255.255.255.0');
-  t.deepEqual([...offer!.options.get(6)!].join('.'), '10.96.0.10');
-  t.deepEqual(offer!.options.get(119), encodeDomainList(['default.svc.cluster.local', 'svc.cluster.local']));
+  t.deepEqual(offer!.options.get(6), Buffer.from([10, 96, 0, 10, 10, 233, 25, 53]), 'the request\'s nameserver, then the network\'s');
+  t.deepEqual(offer!.options.get(119), encodeDomainList(['default.svc.cluster.local', 'svc.cluster.local', 'dhr.example']));
   t.is(offer!.options.get(12)!.toString(), 'vm-fedora');
   t.is(offer!.options.get(26)!.readUInt16BE(0), h.mtu);
   const [ack] = dhcpAnswers(await ask(dhcpFrame(REQUEST, h.mac, { options: [[50, Buffer.from(v4.split('.').map(Number))], [54, offer!.options.get(54)!]] })));
   t.is(ack?.type, 5);
+
+  // What the guest's kernel sockets send once bound, their checksum left to the NIC (the vnet
+  // header's NEEDS_CSUM; the field holds the pseudo-header's sum): a unicast RENEW is ACKed to
+  // the guest's address, a RELEASE is taken. A seed that is not the pseudo-header's sum, and a
+  // finished checksum with a flipped bit, are dropped as bad checksums.
+  const serverIp = [...offer!.options.get(54)!].join('.');
+  const renew = partialChecksum(unicastDhcpFrame(REQUEST, h.mac, offer!.f.srcMac, v4, serverIp));
+  const [renewed] = dhcpAnswers(await ask(renew.frame, 5000, renew));
+  t.is(renewed?.type, 5, 'the unicast RENEW got its ACK');
+  t.is(renewed?.f.dstIp, v4);
+  const release = partialChecksum(unicastDhcpFrame(RELEASE, h.mac, offer!.f.srcMac, v4, serverIp, [[54, offer!.options.get(54)!]]));
+  t.deepEqual(dhcpAnswers(await ask(release.frame, 1000, release)), [], 'a RELEASE takes no answer');
+  t.is(await metric('knit_dhcp_frames_total{detail="release",result="received"}'), 1);
+  const wrongSeed = Buffer.from(renew.frame);
+  wrongSeed.writeUInt16BE(wrongSeed.readUInt16BE(renew.start + renew.offset) ^ 0x0100, renew.start + renew.offset);
+  t.deepEqual(dhcpAnswers(await ask(wrongSeed, 1000, renew)), []);
+  const flipped = unicastDhcpFrame(REQUEST, h.mac, offer!.f.srcMac, v4, serverIp);
+  flipped[flipped.length - 30] ^= 0x04;
+  t.deepEqual(dhcpAnswers(await ask(flipped, 1000)), []);
+  t.is(await metric('knit_dhcp_frames_total{detail="bad-checksum",result="dropped"}'), 2);
+
+  // Option overload: options that go on in `file` are read; ones that overrun it get no answer.
+  const file = (...bytes: number[]) => Buffer.concat([Buffer.from(bytes), Buffer.alloc(128)]).subarray(0, 128);
+  t.is(dhcpAnswers(await ask(overloadedDiscover(h.mac, [[52, Buffer.from([1])]], file(55, 2, 6, 119, 255)))).length, 1);
+  t.deepEqual(dhcpAnswers(await ask(overloadedDiscover(h.mac, [[52, Buffer.from([1])]], Buffer.concat([Buffer.alloc(124), Buffer.from([55, 9, 6, 119])])), 1000)), []);
+  t.is(await metric('knit_dhcp_frames_total{detail="bad-message",result="dropped"}'), 1);
 
   // IPv6: an RS gets an RA (managed), a Solicit gets an Advertise with the pod's v6 address.
   const ra = parsed(await ask(routerSolicitation(h.mac))).find((f) => f.protocol === 58 && f.payload[0] === 134);
@@ -95,6 +129,8 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   const adv = parsed(await ask(solicit6(h.mac))).find((f) => f.srcPort === 547);
   t.truthy(adv);
   t.true(adv!.payload.includes(ipv6Bytes(v6)), 'the IA_NA carries the pod address');
+  const solicit = partialChecksum(solicit6(h.mac));
+  t.truthy(parsed(await ask(solicit.frame, 5000, solicit)).find((f) => f.srcPort === 547), 'a Solicit from a kernel socket (dhclient -6) is answered');
 
   // Fuzz: none of these gets an answer.
   const good = dhcpFrame(DISCOVER, h.mac);
@@ -148,7 +184,7 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
 test.serial('as the binding CNI alone: the tap on a pod interface knit did not make, served with that interface\'s address; detach leaves the interface as it was', async (t) => {
   const prefix = uniquePrefix('dhb');
   const ns = `${prefix}vm`;
-  const opts = { prefix: prefix.slice(0, -1), subnet: '10.233.26.0/24' };
+  const opts = { prefix: prefix.slice(0, -1), subnet: '10.233.26.0/24', dns: { nameservers: ['10.233.26.53'], search: ['dhb.example'], domain: 'example' } };
   let d: Daemon | undefined;
   let peer: TapPeer | undefined;
   t.teardown(async () => {
@@ -177,6 +213,10 @@ test.serial('as the binding CNI alone: the tap on a pod interface knit did not m
   t.is(offer?.yiaddr, '192.168.77.5');
   t.is([...offer!.options.get(3)!].join('.'), '192.168.77.1');
   t.is(offer!.options.get(26)!.readUInt16BE(0), 1400);
+  // The network's DNS, though neither the Attach nor the other CNI said any (issue 34).
+  t.deepEqual(offer!.options.get(6), Buffer.from([10, 233, 26, 53]));
+  t.is(offer!.options.get(15)!.toString(), 'example');
+  t.deepEqual(offer!.options.get(119), encodeDomainList(['dhb.example']));
   await peer.stop();
   peer = undefined;
   await d.call('Detach', { sandbox_id: ns });

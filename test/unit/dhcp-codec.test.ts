@@ -11,7 +11,7 @@ import { parseOptions6 } from '../../src/dhcp/dhcpv6.js';
 import { leaseFrom } from '../../src/dhcp/lease.js';
 import { LEASE_SECONDS, T1_SECONDS, T2_SECONDS, respond, routerAdvertisement } from '../../src/dhcp/responder.js';
 import type { GuestConfig } from '../../src/base/handoff.js';
-import { dhcpFrame as clientFrame } from '../helpers/dhcp-client.js';
+import { dhcpFrame as clientFrame, overloadedDiscover, partialChecksum, unicastDhcpFrame } from '../helpers/dhcp-client.js';
 
 const GUEST_MAC = '0a:58:0a:76:00:05';
 const SERVER_MAC = '0e:11:22:33:44:55';
@@ -223,66 +223,29 @@ test('RA: hop limit 255, managed+other flags, the router\'s link-layer address, 
   t.is(parseFrame(routerAdvertisement(notRouter), 1514).payload.readUInt16BE(6), 0, 'no default router when the server is not the router');
 });
 
-/** The frame as a guest's kernel hands it to its NIC with the checksum left to it (virtio-net's
- * NEEDS_CSUM): the UDP/ICMPv6 checksum field holds the pseudo-header's sum alone, uncomplemented
- * (Linux udp_set_csum: ~csum_tcpudp_magic(...)). ipOffset: where the transport header starts. */
-function partial(frame: Buffer, transportStart: number, field: number, pseudo: Buffer): Buffer {
-  const out = Buffer.from(frame);
-  let sum = 0;
-  for (let i = 0; i < pseudo.length; i += 2) sum += pseudo.readUInt16BE(i);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  out.writeUInt16BE(sum, transportStart + field);
-  return out;
-}
-const pseudo4 = (frame: Buffer) => {
-  const ip = frame.subarray(ETH_HEADER);
-  const udpLength = ip.readUInt16BE(20 + 4);
-  return Buffer.concat([ip.subarray(12, 20), Buffer.from([0, 17, udpLength >> 8, udpLength & 0xff])]);
-};
-const pseudo6 = (frame: Buffer, next: number) => {
-  const ip = frame.subarray(ETH_HEADER);
-  const len = ip.readUInt16BE(4);
-  return Buffer.concat([ip.subarray(8, 40), Buffer.from([0, 0, len >> 8, len & 0xff, 0, 0, 0, next])]);
-};
-
 test('a checksum the guest left to its NIC (TP_STATUS_CSUMNOTREADY): answered when the seed is the pseudo-header sum, dropped otherwise', (t) => {
   // A unicast RENEW from the guest's kernel UDP socket: 10.118.0.5:68 -> 10.118.0.1:67.
-  const full = buildUdpFrame({
-    dstMac: macBytes(SERVER_MAC), srcMac: macBytes(GUEST_MAC), srcIp: ipv4Bytes('10.118.0.5'), dstIp: ipv4Bytes('10.118.0.1'), srcPort: 68, dstPort: 67,
-    payload: parseFrame(dhcpFrame(3, { ciaddr: '10.118.0.5' }), 1514).payload,
-  });
-  const udpAt = ETH_HEADER + 20;
-  const renew = partial(full, udpAt, 6, pseudo4(full));
+  const full = unicastDhcpFrame(3, GUEST_MAC, SERVER_MAC, '10.118.0.5', '10.118.0.1');
+  const { frame: renew, start, offset } = partialChecksum(full);
   t.deepEqual(respond(lease, renew), { result: 'dropped', reason: 'bad-checksum' }, 'read as a finished checksum, the seed is wrong');
   t.like(respond(lease, renew, true), { result: 'answered', kind: 'ack' });
   t.like(respond(lease, full, true), { result: 'dropped', reason: 'bad-checksum' }, 'a finished checksum is no pseudo-header seed');
-  // A seed for another source address (as if the header changed after the sum): dropped.
-  const wrongSeed = partial(full, udpAt, 6, pseudo4(Buffer.concat([full.subarray(0, ETH_HEADER + 12), ipv4Bytes('10.118.0.6'), full.subarray(ETH_HEADER + 16)])));
+  // A seed that is not this pseudo-header's sum (as if an address changed after it): dropped.
+  const wrongSeed = Buffer.from(renew);
+  wrongSeed.writeUInt16BE(wrongSeed.readUInt16BE(start + offset) ^ 0x0100, start + offset);
   t.deepEqual(respond(lease, wrongSeed, true), { result: 'dropped', reason: 'bad-checksum' });
-  // A finished checksum with a flipped byte is still dropped, flag or not.
+  // A finished checksum with a flipped byte is still dropped.
   const flipped = Buffer.from(full);
   flipped[flipped.length - 20] ^= 0x10;
   t.deepEqual(respond(lease, flipped), { result: 'dropped', reason: 'bad-checksum' });
 
   // DHCPv6 from dhclient's kernel socket, and an RS, the same way.
-  const solicit = solicitFrame(false);
-  const solicitPartial = partial(solicit, ETH_HEADER + 40, 6, pseudo6(solicit, 17));
+  const solicitPartial = partialChecksum(solicitFrame(false)).frame;
   t.deepEqual(respond(lease, solicitPartial), { result: 'dropped', reason: 'bad-checksum' });
   t.like(respond(lease, solicitPartial, true), { result: 'answered', kind: 'advertise' });
   const rs = buildIcmpv6Frame(macBytes('33:33:00:00:00:02'), macBytes(GUEST_MAC), linkLocalOf(GUEST_MAC), ipv6Bytes('ff02::2'), Buffer.from([133, 0, 0, 0, 0, 0, 0, 0]));
-  t.like(respond(lease, partial(rs, ETH_HEADER + 40, 2, pseudo6(rs, 58)), true), { result: 'answered', kind: 'ra' });
+  t.like(respond(lease, partialChecksum(rs).frame, true), { result: 'answered', kind: 'ra' });
 });
-
-/** A DISCOVER whose options go on in `file` and `sname` (option 52, RFC 2131 4.1). */
-function overloaded(main: [number, Buffer][], file: Buffer | undefined, sname: Buffer | undefined): Buffer {
-  const frame = dhcpFrame(1, { options: main });
-  const f = parseFrame(frame, 1514);
-  const msg = Buffer.from(f.payload);
-  // dhcpFrame put 53 first; the test's main options follow it.
-  if (sname) sname.copy(msg, 44);
-  if (file) file.copy(msg, 108);
-  return buildUdpFrame({ dstMac: macBytes('ff:ff:ff:ff:ff:ff'), srcMac: macBytes(GUEST_MAC), srcIp: ipv4Bytes('0.0.0.0'), dstIp: ipv4Bytes('255.255.255.255'), srcPort: 68, dstPort: 67, payload: msg });
-}
 
 test('option overload (RFC 2131 4.1, RFC 2132 9.3): options in file and sname are read; an overrun or a bad value gets no answer', (t) => {
   const field = (len: number, ...opts: Buffer[]) => {
@@ -293,22 +256,22 @@ test('option overload (RFC 2131 4.1, RFC 2132 9.3): options in file and sname ar
   const opt = (code: number, v: Buffer) => Buffer.concat([Buffer.from([code, v.length]), v]);
   const end = Buffer.from([255]);
   // 52 = 3: the parameter request list in file, the requested address in sname.
-  const both = overloaded([[52, Buffer.from([3])]], field(128, opt(55, Buffer.from([119, 6, 3, 1])), end), field(64, opt(50, ipv4Bytes('10.118.0.5')), end));
+  const both = overloadedDiscover(GUEST_MAC, [[52, Buffer.from([3])]], field(128, opt(55, Buffer.from([119, 6, 3, 1])), end), field(64, opt(50, ipv4Bytes('10.118.0.5')), end));
   const out = respond(lease, both);
   if (out.result !== 'answered') return t.fail(JSON.stringify(out));
   t.deepEqual([...answerOf(out.frames[0]!).options.keys()].slice(0, 9), [53, 54, 51, 1, 3, 119, 6, 15, 12], 'file\'s option 55 ordered the answer');
   // 52 = 1: file only; sname's bytes are then a server name, not options.
-  t.like(respond(lease, overloaded([[52, Buffer.from([1])]], field(128, opt(55, Buffer.from([6])), end), Buffer.alloc(64, 0x41))), { result: 'answered', kind: 'offer' });
+  t.like(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([1])]], field(128, opt(55, Buffer.from([6])), end), Buffer.alloc(64, 0x41))), { result: 'answered', kind: 'offer' });
 
   const dropped = { result: 'dropped', reason: 'bad-message' };
   // An option that runs past the end of file, and a file with no end option.
-  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1])]], Buffer.concat([Buffer.alloc(124), Buffer.from([55, 10, 1, 3])]), undefined)), dropped);
-  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1])]], Buffer.alloc(128, 0), undefined)), dropped);
-  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([2])]], undefined, Buffer.concat([Buffer.alloc(62), Buffer.from([12, 9])]))), dropped);
+  t.deepEqual(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([1])]], Buffer.concat([Buffer.alloc(124), Buffer.from([55, 10, 1, 3])]), undefined)), dropped);
+  t.deepEqual(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([1])]], Buffer.alloc(128, 0), undefined)), dropped);
+  t.deepEqual(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([2])]], undefined, Buffer.concat([Buffer.alloc(62), Buffer.from([12, 9])]))), dropped);
   // Option 52 with a value other than 1, 2, 3 or of another length; and 52 again inside file.
-  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([4])]], field(128, end), undefined)), dropped);
-  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1, 1])]], field(128, end), undefined)), dropped);
-  t.deepEqual(respond(lease, overloaded([[52, Buffer.from([1])]], field(128, opt(52, Buffer.from([2])), end), field(64, end))), dropped);
+  t.deepEqual(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([4])]], field(128, end), undefined)), dropped);
+  t.deepEqual(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([1, 1])]], field(128, end), undefined)), dropped);
+  t.deepEqual(respond(lease, overloadedDiscover(GUEST_MAC, [[52, Buffer.from([1])]], field(128, opt(52, Buffer.from([2])), end), field(64, end))), dropped);
 });
 
 test('the answer\'s options follow the client\'s option 55; what does not fit its largest message (576, or option 57) is left out, least wanted first', (t) => {
