@@ -28,6 +28,9 @@ APT_PACKAGES=(
   # libvirt 9.0, started by the tests only, privately, as virt-launcher starts it
   # (test/e2e/libvirt-kubevirt.test.ts); -system for the libvirt-qemu user the QEMU driver needs
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-system libvirt-clients
+  # real DHCP clients, copied with libc into the QEMU guest's initramfs (test/fixtures/guest-programs.ts),
+  # and tcpdump on the guest's tap as the wire's witness (test/e2e/guest-dhcp-clients.test.ts)
+  isc-dhcp-client dhcpcd-base tcpdump
 )
 KERNEL_META=linux-image-cloud-amd64 # what test/fixtures/kernel-package.ts resolves
 
