@@ -161,8 +161,7 @@ export class DraDriver {
     const devices: PreparedClaimDevice[] = [];
     const steps = [];
     const env = { sysfs: this.o.sysfs, runOps: this.o.runner.runOps.bind(this.o.runner), pool: this.o.nodeName };
-    for (const [i, d] of wanted.devices.entries()) {
-      const field = d.configField ?? `status.allocation.devices.results[${i}]`;
+    for (const d of wanted.devices) {
       try {
         const holder = this.holderOf(d.device, ref.uid);
         if (holder) throw new KnitError('FAILED_PRECONDITION', `it is prepared for ${claimWhat(holder)} (uid ${holder.uid})`);
@@ -170,7 +169,7 @@ export class DraDriver {
         if (other !== undefined && other !== ref.uid) throw new KnitError('FAILED_PRECONDITION', `claim uid ${other} is being prepared with it right now`);
         this.claiming.set(d.device, ref.uid);
         taken.push(d.device);
-        const plan = await planClaimDevice(env, d, field);
+        const plan = await planClaimDevice(env, d);
         devices.push(plan.device);
         steps.push(...plan.steps);
       } catch (err) {
