@@ -3,7 +3,7 @@
 // prepared for that pod's claims, with the claim's config, and the runtime strategies
 // (runtimes/with-devices) do the rest: the VF netdev moved in and configured, the RDMA device
 // moved in exclusive mode, the VFIO hand-off for a VM runtime. Detach gives them back with the
-// rest of the sandbox. The kubelet prepares claims before it creates the sandbox; a claim of
+// rest of the sandbox (and the claims' KEP-4817 status entries go: claim-status.ts). The kubelet prepares claims before it creates the sandbox; a claim of
 // the pod whose Prepare has not finished makes the attach fail retryably (UNAVAILABLE, CNI 11),
 // naming the claim: never a pod without its device.
 import { CniCode, KnitError } from '../base/errors.js';
@@ -11,7 +11,7 @@ import type { AttachRequest, AttachResult, InterfaceRequest, SandboxService } fr
 import type { DeviceParameters } from '../devices/params.js';
 import { claimWhat, type ClaimRecord, type PreparedClaimDevice } from './claim-record.js';
 import type { DraDriver } from './driver.js';
-import { DRA_INTERFACES_LABEL } from './labels.js';
+import { DRA_INTERFACES_LABEL, draInterfaceNames } from './labels.js';
 
 /** Prepare already set these on the PF; the attach must not set (and later undo) them again. */
 const PF_ONLY: (keyof DeviceParameters)[] = ['vlan', 'qos', 'vlanProto', 'spoofchk', 'trust', 'minTxRate', 'maxTxRate', 'linkState'];
@@ -75,6 +75,8 @@ export function claimFieldError(err: unknown, added: { claim: ClaimRecord; devic
 export interface ClaimedDevicesHooks {
   /** After an attach that added claim interfaces (KEP-4817 status). */
   onAttached?(req: AttachRequest, result: AttachResult, claims: ClaimRecord[]): void;
+  /** After a detach that gave claim devices back to the host. */
+  onDetached?(claims: ClaimRecord[]): void;
 }
 
 /** The request with the pod's claimed devices added; unchanged for a pod with none. */
@@ -110,9 +112,17 @@ export function withClaimedDevices(inner: SandboxService, driver: DraDriver, hoo
       throw claimFieldError(err, claims.flatMap((claim) => claim.devices.map((device) => ({ claim, device }))), req.interfaces.length);
     });
   };
+  const detach = async (sandboxId: string, netnsPath?: string) => {
+    // Read before: a detach that has answered leaves no record to read.
+    const rec = inner.lookup(sandboxId)?.request;
+    const claims = rec?.podUid && draInterfaceNames(rec.labels).size ? driver.claimsOfPod(rec.podUid).prepared : [];
+    await inner.detach(sandboxId, netnsPath);
+    if (claims.length) hooks.onDetached?.(claims);
+  };
   return new Proxy(inner, {
     get(target, key, receiver) {
       if (key === 'attach') return attach;
+      if (key === 'detach') return detach;
       if (key === 'plan') return plan;
       const v = Reflect.get(target, key, receiver);
       return typeof v === 'function' ? v.bind(target) : v;

@@ -37,6 +37,8 @@ export interface DraDriverOptions {
   /** The sandbox whose attach holds this PCI device, if any: Unprepare waits for its detach. */
   sandboxHolding?(pciAddress: string): Promise<string | undefined>;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
+  /** After a claim's Unprepare dropped its record (also one finished by start-up repair). */
+  onUnprepared?(record: ClaimRecord): void;
 }
 
 /** A prepared device as the kubelet wants it back (DRAPlugin Device). */
@@ -128,6 +130,7 @@ export class DraDriver {
         done.rolledBack.push(`${r.namespace}/${r.name}`);
       } else {
         await this.o.records.remove(id);
+        this.o.onUnprepared?.(r);
         done.finished.push(`${r.namespace}/${r.name}`);
       }
     }
@@ -221,6 +224,7 @@ export class DraDriver {
     const problems = await undoSteps(this.o.runner, r.steps);
     if (problems.length) throw new KnitError('UNAVAILABLE', `restoring its devices failed, the kubelet retries: ${problems.join('; ')}`);
     await this.o.records.remove(uid);
+    this.o.onUnprepared?.(r);
     this.o.log?.info({ claim: `${r.namespace}/${r.name}`, uid }, 'DRA claim unprepared');
   }
 
