@@ -57,12 +57,15 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
     onProblem: (p) => o.log.warn(p, 'DRA claim record store'),
   });
   const sysfs = new Sysfs(o.sysfsRoot);
-  let sandboxes: SandboxService | undefined; // set by wrap()
+  // The daemon starts the driver before its sandboxes are repaired; Unprepare asks which
+  // sandbox holds a device only once wrap() has handed over the service.
+  let gotSandboxes!: (service: SandboxService) => void;
+  const sandboxes = new Promise<SandboxService>((resolve) => (gotSandboxes = resolve));
   const status = new ClaimStatusWriter(o.api, s.driverName, o.log);
   const driver = new DraDriver({
     driverName: s.driverName, nodeName, cdiDir: s.cdiDir, devRoot: s.devRoot, sysfs, claims: claimReader(o.api), records, runner: o.runner, log: o.log,
     ...(o.prepareFailpoint && { prepareFailpoint: o.prepareFailpoint }),
-    sandboxHolding: (pci) => (sandboxes ? sandboxHoldingIn(sandboxes)(pci) : Promise.resolve(undefined)),
+    sandboxHolding: async (pci) => sandboxHoldingIn(await sandboxes)(pci),
     onUnprepared: (record) => status.released(record),
   });
   const repaired = await driver.recover();
@@ -94,15 +97,17 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
 
   return {
     driver,
-    wrap: (service) =>
-      withClaimedDevices((sandboxes = service), driver, {
+    wrap: (service) => {
+      gotSandboxes(service);
+      return withClaimedDevices(service, driver, {
         onAttached: (_req, result, claims) => {
           for (const c of claims) status.attached(c, result);
         },
         onDetached: (claims) => {
           for (const c of claims) status.released(c);
         },
-      }),
+      });
+    },
     async close() {
       if (timer) clearInterval(timer);
       await server.close();
