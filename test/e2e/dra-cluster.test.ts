@@ -210,6 +210,41 @@ test.serial('knit serve with a dra block registers at the kubelet sockets it rep
   await removeSlice(api, { ...sliceOpts, nodeName });
 });
 
+test.serial('kill -9 of knit serve with a prepared claim, then a restart: the registration socket answers again, the kubelet\'s retry of the Prepare is answered from the record, and Unprepare and a new Prepare work (simulated sysfs)', async (t) => {
+  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y' });
+  // VF 1 bound to vfio-pci beforehand: the simulated sysfs answers binds only for this process's writes.
+  await node.kernel.write(`bus/pci/devices/${NODE.vf(1)}/driver_override`, 'vfio-pci');
+  await node.kernel.write('bus/pci/drivers/mlx5_core/unbind', NODE.vf(1));
+  await node.kernel.write('bus/pci/drivers_probe', NODE.vf(1));
+  const dir = tempDir(t, `${P}k`);
+  const dra = { nodeName: NODE_NAME, kubeconfig: knitKubeconfig, registryDir: path.join(dir, 'registry'), pluginsDir: path.join(dir, 'plugins'), cdiDir: path.join(dir, 'cdi') };
+  const o: DaemonOptions = { prefix: `${P.slice(0, -1)}k`, subnet: '10.231.95.0/24', config: { sysfsRoot: node.root, dra } };
+  let d = await startDaemon(o);
+  t.teardown(() => cleanupDaemon(d, o));
+  const sockets = kubeletSockets(dra.registryDir, dra.pluginsDir, DRIVER);
+  const { ref } = await claimAndPod(`${P}rs`, 'knit-vfio', {}, 'device.attributes["dra.net"].vfIndex == 1');
+  t.teardown(() => cp.kubectl('delete', 'pod', ref.name, '-n', 'default', '--grace-period=0', '--force', '--ignore-not-found').then(() => undefined, () => undefined));
+  let kubelet = draClient(sockets.plugin, 'v1');
+  const first = (await kubelet.prepare([ref])).claims[ref.uid]!;
+  kubelet.close();
+  t.is(first.error, '');
+
+  const gone = d.exited;
+  d.child.kill('SIGKILL');
+  t.is((await gone).signal, 'SIGKILL');
+  d = await d.restart();
+  const reg = registrationClient(sockets.registration);
+  t.teardown(() => reg.close());
+  t.like(await reg.getInfo(), { type: 'DRAPlugin', name: DRIVER, endpoint: sockets.plugin });
+  kubelet = draClient(sockets.plugin, 'v1');
+  t.teardown(() => kubelet.close());
+  t.deepEqual((await kubelet.prepare([ref])).claims[ref.uid], first, 'the retry is answered from the record: the same devices and CDI IDs');
+  t.deepEqual((await kubelet.unprepare([ref])).claims, { [ref.uid]: { error: '' } });
+  t.false(existsSync(path.join(dra.cdiDir, `${DRIVER}-${ref.uid}.json`)), 'its CDI spec is gone');
+  t.deepEqual((await kubelet.prepare([ref])).claims[ref.uid], first, 'prepared afresh from the API');
+  t.deepEqual((await kubelet.unprepare([ref])).claims, { [ref.uid]: { error: '' } });
+});
+
 test.serial('KEP-4817 status through knit serve: an attach of the pod writes Ready True with its networkData; when the device leaves the pod (Detach) knit\'s entry goes and another driver\'s entry and the allocation stay; a device knit itself took back (its pod\'s netns gone) loses its entry at Unprepare (stand-in hardware: veth as VF netdev, simulated sysfs)', async (t) => {
   t.timeout(240_000);
   const nodeName = `${P}node3`;
