@@ -36,7 +36,7 @@ const { Cleanup } = await built('test/fixtures/cleanup.js');
 const { createFakeSysfs } = await built('test/fixtures/fake-sysfs.js');
 const { draClient, registrationClient } = await built('test/fixtures/kubelet-client.js');
 const { uniquePrefix } = await built('test/helpers/names.js');
-const { startDaemon, cleanupDaemon, runcAttachReq } = await built('test/helpers/daemon.js');
+const { startDaemon: startKnit, cleanupDaemon, runcAttachReq } = await built('test/helpers/daemon.js');
 const { launcherNodeFlags, procMemory } = await built('bench/lib/knit-process.js');
 
 const args = process.argv.slice(2);
@@ -61,6 +61,12 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const cleanup = new Cleanup();
 const host = { teardown: (fn) => cleanup.defer('teardown', fn) };
+/** A knit serve whose temp dir goes at the end, whichever daemon is current then. */
+async function startDaemon(o) {
+  const d = await startKnit(o);
+  cleanup.defer('knit dir', () => rmSync(d.dir, { recursive: true, force: true }));
+  return d;
+}
 
 /** PF 0000:3b:00.0 and its VFs 0000:3b:01.0 on, bound to vfio-pci, each in its own IOMMU group. */
 function deviceSpecs() {
