@@ -54,7 +54,7 @@ const DNS = { nameservers: ['10.96.0.10', 'fd00:96::a'], search: ['default.svc.c
 test.serial('real clients with default offloads: DNS in every answer, renews and releases from kernel sockets answered, DHCPv6 T1/T2 and a Renew', async (t) => {
   t.timeout(420_000); // four clients one after another under TCG
   const port = await freePort();
-  const opts = { prefix: P.slice(0, -1), subnet: '10.233.34.0/24', subnet6: 'fd00:233:34::/64', dns: DNS, config: { metricsAddress: `127.0.0.1:${port}` } };
+  const opts = { prefix: P.slice(0, -1), subnet: '10.233.34.0/24', subnet6: 'fd00:233:34::/64', network: { dns: DNS }, config: { metricsAddress: `127.0.0.1:${port}` } };
   let d: Daemon | undefined;
   let guest: Guest | undefined;
   let capture: Capture | undefined;

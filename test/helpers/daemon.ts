@@ -18,9 +18,9 @@ export interface DaemonOptions {
   /** /24 v4 subnet unique to this test, e.g. "10.231.7.0/24". */
   subnet: string;
   subnet6?: string;
-  /** The network's DNS (the config's `dns`: nameservers, search, domain, options). */
-  dns?: object;
   mode?: 'bridge' | 'routed';
+  /** More fields of the test's own network (e.g. { hairpin: false }). */
+  network?: Record<string, unknown>;
   extraNetworks?: object[];
   config?: Record<string, unknown>;
   env?: Record<string, string>;
@@ -81,7 +81,7 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
         bridge: `${o.prefix}br`,
         ipv4: { subnet: o.subnet },
         ...(o.subnet6 ? { ipv6: { subnet: o.subnet6 } } : {}),
-        ...(o.dns ? { dns: o.dns } : {}),
+        ...o.network,
       },
       ...(o.extraNetworks ?? []),
     ],
@@ -263,10 +263,10 @@ export function pingFrom(netns: string | undefined, target: string): boolean {
   }
 }
 
-export async function eventually<T>(fn: () => T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn(); // a check that reads asynchronously is awaited, never taken as its promise
     if (v) return v;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));

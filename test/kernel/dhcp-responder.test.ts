@@ -51,7 +51,7 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
   const port = await freePort();
   const opts = {
     prefix: P.slice(0, -1), subnet: '10.233.25.0/24', subnet6: 'fd00:233:25::/64', config: { metricsAddress: `127.0.0.1:${port}` },
-    dns: { nameservers: ['10.233.25.53'], search: ['dhr.example'] },
+    network: { dns: { nameservers: ['10.233.25.53'], search: ['dhr.example'] } },
   };
   let d: Daemon | undefined;
   let peer: TapPeer | undefined;
@@ -184,7 +184,7 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
 test.serial('as the binding CNI alone: the tap on a pod interface knit did not make, served with that interface\'s address; detach leaves the interface as it was', async (t) => {
   const prefix = uniquePrefix('dhb');
   const ns = `${prefix}vm`;
-  const opts = { prefix: prefix.slice(0, -1), subnet: '10.233.26.0/24', dns: { nameservers: ['10.233.26.53'], search: ['dhb.example'], domain: 'example' } };
+  const opts = { prefix: prefix.slice(0, -1), subnet: '10.233.26.0/24', network: { dns: { nameservers: ['10.233.26.53'], search: ['dhb.example'], domain: 'example' } } };
   let d: Daemon | undefined;
   let peer: TapPeer | undefined;
   t.teardown(async () => {
