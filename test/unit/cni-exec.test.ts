@@ -5,6 +5,7 @@ import { parseConflist, compareVersions } from '../../src/cni-exec/conflist.js';
 import { pluginConfig, declaredCapabilities } from '../../src/cni-exec/chain.js';
 import { cacheFile } from '../../src/cni-exec/cache.js';
 import { chainPart } from '../../src/cni-exec/result.js';
+import type { Handoff } from '../../src/base/handoff.js';
 import { validateConfig } from '../../src/config/load.js';
 
 const LIST = JSON.stringify({
@@ -65,6 +66,19 @@ test('a chain result becomes its interface\'s part; addresses index the part\'s 
   t.deepEqual(part.routes, [{ dst: '0.0.0.0/0', gw: '10.172.9.1' }]);
   t.deepEqual(part.dns?.nameservers, ['10.172.9.53']);
   t.is(part.ifname, 'eth0');
+});
+
+test('a VM guest on a chain\'s veth resolves as the pod does: the chain\'s DNS joins its own, unless knit\'s config gives the network one', (t) => {
+  const guest = { name: 'eth0', mac: 'cni:mac', mtu: 1500, ips: [], routes: [], neighbors: [], dns: { nameservers: ['10.96.0.10'], search: [], options: [] }, delivery: 'dhcp' as const };
+  const handoff = { runtime: 'kubevirt', model: 'tap', device: 'tap', name: 'tap0', netns: '/run/netns/s', queues: 1, podIpsOn: 'pod+guest', mac: 'cni:mac', mtu: 1500, guest } as unknown as Handoff;
+  const placeholder = { ifname: 'eth0', interfaces: [{ name: 'eth0', kind: 'cni', sandbox: '/run/netns/s' }, { name: 'tap0', kind: 'tap', sandbox: '/run/netns/s', handoff }], ips: [], routes: [] };
+  const raw = {
+    cniVersion: '1.0.0', interfaces: [{ name: 'eth0', mac: 'aa:bb:cc:dd:ee:02', sandbox: '/run/netns/s' }],
+    ips: [{ address: '10.172.9.5/24', gateway: '10.172.9.1', interface: 0 }], dns: { nameservers: ['10.172.9.53'], search: ['chain.example'] },
+  };
+  const guestOf = (p: ReturnType<typeof chainPart>) => (p.interfaces.find((i) => i.handoff)!.handoff as { guest: { dns?: unknown } }).guest.dns;
+  t.deepEqual(guestOf(chainPart(placeholder, raw)), { nameservers: ['10.96.0.10', '10.172.9.53'], search: ['chain.example'], options: [] });
+  t.deepEqual(guestOf(chainPart({ ...placeholder, dns: { nameservers: ['10.172.9.99'], search: [], options: [] } }, raw)), guest.dns, 'the network\'s own DNS (already in the guest\'s) stands');
 });
 
 test('config: a "cni" network takes an inline conflist (object or text) or a file, never both, and no pools', (t) => {

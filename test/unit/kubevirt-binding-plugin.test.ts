@@ -11,7 +11,7 @@ import { hashedPodInterface, preparePodInterface } from '../../runtimes/kubevirt
 import { kubevirtTapName } from '../../runtimes/kubevirt/names.js';
 import type { TapHandoff } from '../../src/base/handoff.js';
 import type { PrepareContext } from '../../src/base/strategy.js';
-import { makeInput, NETNS, planProblems } from './strategy-plan-check.js';
+import { makeInput, NETNS, network, planProblems } from './strategy-plan-check.js';
 
 test('KubeVirt\'s hashed pod interface names, and the taps virt-launcher looks for', (t) => {
   // kubevirt pkg/network/namescheme/networknamescheme_test.go
@@ -93,4 +93,14 @@ test('every runtime plans a binding on a pod interface already there the same wa
   }
   // The runtime's own options stay refused where they were: runc takes no binding on its veths.
   t.throws(() => strategies.runc.planInterface(makeInput('runc', [{ name: 'eth0', binding: { binding: 'tap' } }])), { message: /runc takes no binding options/ });
+});
+
+test('on another CNI\'s pod interface the guest still gets the DNS of knit\'s network for the binding (issue 34)', async (t) => {
+  const base = makeInput('kubevirt', [{ name: 'net1', binding: { binding: 'tap', logicNetwork: 'default' } }]);
+  const { dns: _none, ...request } = base.request;
+  const netDns = { nameservers: ['10.88.0.53'], search: ['pods.example'], options: [] };
+  const input = { ...base, request, network: network('bridge', { dns: netDns }) };
+  const prepared = await preparePodInterface(input, fakeKernel([{ name: 'eth0', index: 2, mac: '0a:00:00:00:00:01', mtu: 1500 }]), 'default');
+  const h = kubevirtStrategy.planInterface({ ...input, prepared }).interfaces[0]!.handoff as TapHandoff;
+  t.deepEqual(h.guest.dns, netDns);
 });

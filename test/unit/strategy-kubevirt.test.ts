@@ -7,7 +7,7 @@ import type { InterfaceRequest } from '../../src/base/types.js';
 import type { LinkAddOp, NftApplyAction, TunAddOp } from '../../src/base/ops.js';
 import type { Step } from '../../src/base/plan.js';
 import type { Handoff, TapHandoff as VmHandoff } from '../../src/base/handoff.js';
-import { makeInput, NETNS, V4, V6, createdLinks, inNetns, planProblems } from './strategy-plan-check.js';
+import { makeInput, NETNS, V4, V6, createdLinks, inNetns, network, planProblems } from './strategy-plan-check.js';
 
 const BRIDGE = [{ name: 'knbr0', netns: 'host' }];
 const eth0 = (binding?: Record<string, string>): InterfaceRequest => ({ name: 'eth0', ...(binding ? { binding } : {}) });
@@ -212,4 +212,17 @@ test('bad kubevirt options are INVALID_ARGUMENT naming the field', (t) => {
   invalidField(t, () => kubevirtStrategy.planInterface(makeInput('kubevirt', [{ name: 'averylongname', binding: { binding: 'bridge' } }])), 'interfaces[0].name');
   invalidField(t, () => kubevirtStrategy.planInterface(makeInput('kubevirt', [eth0()], { addresses: [] })), 'interfaces[0].network');
   invalidField(t, () => kubevirtStrategy.planInterface(makeInput('kubevirt', [{ name: 'eth1' }, { name: 'x', binding: { binding: 'tap' } }], { index: 1 })), 'interfaces[1].name');
+});
+
+test('the guest\'s DNS is the request\'s, then its network\'s: with none in the request (a CNI ADD sends none), the network\'s alone, on every binding (issue 34)', (t) => {
+  const netDns = { nameservers: ['10.88.0.53', 'fd88::53'], search: ['pods.example'], options: [], domain: 'example' };
+  for (const binding of ['masquerade', 'tap', 'bridge']) {
+    const input = makeInput('kubevirt', [eth0({ binding })], { addresses: [V4, V6] });
+    const withNet = { ...input, network: network('bridge', { dns: netDns }) };
+    t.deepEqual(handoffOf(kubevirtStrategy.planInterface(withNet)).guest.dns, {
+      nameservers: ['10.96.0.10', '10.88.0.53', 'fd88::53'], search: ['default.svc.cluster.local', 'pods.example'], options: ['ndots:5'], domain: 'example',
+    }, binding);
+    const { dns: _none, ...request } = withNet.request;
+    t.deepEqual(handoffOf(kubevirtStrategy.planInterface({ ...withNet, request })).guest.dns, netDns, `${binding}, no DNS in the request`);
+  }
 });
