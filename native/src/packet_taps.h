@@ -5,6 +5,8 @@
 // before a tc redirect or a bridge takes it, with a classic BPF filter that lets through only
 // what a responder answers: UDP to port 67 (DHCPv4), UDP to 547 (DHCPv6), ICMPv6 router
 // solicitations. Frames the daemon sends itself are not looped back (PACKET_IGNORE_OUTGOING).
+// Each frame comes with whether its checksum is still the sender's NIC's to complete
+// (PACKET_AUXDATA's TP_STATUS_CSUMNOTREADY): a virtio guest's kernel sockets leave it so.
 // One reader thread (epoll) serves every socket, for the reasons monitor.h gives for its own
 // thread, and so that a VM costs a socket, not a thread.
 #pragma once
