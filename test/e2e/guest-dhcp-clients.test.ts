@@ -136,7 +136,7 @@ test.serial('real clients with default offloads: DNS in every answer, renews and
   // On the wire: udhcpc's unicast renew (from its kernel socket: a partial checksum) got knit's
   // ACK, before any broadcast rebind; the releases left partial too; dhclient -6's Solicit
   // (partial) got an Advertise. Every frame knit sent has whole, correct checksums.
-  const wire = capture.frames().map((fr) => onTheWire(fr, h.mac));
+  const wire = capture.frames().map((fr) => ({ at: fr.at, ...onTheWire(fr.data, h.mac) }));
   const serverIp = ub.get('serverid');
   const renewAt = wire.findIndex((w) => w.parsed && w.fromGuest && w.type === 3 && w.f.dstIp === serverIp && w.ciaddr === v4);
   t.true(renewAt >= 0, 'the guest sent a unicast RENEW');
@@ -147,6 +147,7 @@ test.serial('real clients with default offloads: DNS in every answer, renews and
     const ack = after.findIndex((w) => w.parsed && !w.fromGuest && w.type === 5 && w.xid === renewFrame.xid && w.f.dstIp === v4);
     const rebind = after.findIndex((w) => w.parsed && w.fromGuest && w.type === 3 && w.f.dstIp === '255.255.255.255');
     t.true(ack >= 0 && (rebind < 0 || ack < rebind), `knit ACKed the unicast RENEW before any rebind (ack at ${ack}, rebind at ${rebind})`);
+    if (ack >= 0) t.log(`the RENEW's ACK ${Math.round((after[ack]!.at - renewFrame.at) * 1000)} ms after it${rebind >= 0 ? `; a broadcast rebind ${Math.round((after[rebind]!.at - renewFrame.at) * 1000)} ms after it` : ''}`);
   }
   const releases = wire.filter((w) => w.parsed && w.fromGuest && w.type === 7);
   t.is(releases.length, 2);
