@@ -7,7 +7,7 @@
 // holds (pkg/controller/nodeipam/ipam/range_allocator.go, occupyCIDRs), so where one of two
 // claims is the allocator's it is the older one, and a Node that appears later can never take a
 // working route away. When the API cannot tell which came first, neither is routed.
-import { cidrsOverlap, formatIp, overlappingPairs, tryParseCidr, tryParseIp, type Cidr } from '../ipam/ip.js';
+import { cidrsOverlap, overlappingPairs, tryParseCidr, tryParseIp, type Cidr, type IpAddress } from '../ipam/ip.js';
 import type { ClusterNode } from './types.js';
 
 export const REFUSAL_REASONS = ['overlaps_this_node', 'overlaps_peer', 'this_node_address'] as const;
@@ -33,6 +33,27 @@ function createdAt(n: ClusterNode): number {
   return Number.isNaN(t) ? Infinity : t;
 }
 
+/** A node's podCIDRs and InternalIPs parsed, once per version of it: the sources hand out the
+ * same object until the Node changes, and a pass looks at every node of the cluster. */
+const parsedOf = new WeakMap<ClusterNode, { cidrs: { text: string; cidr: Cidr }[]; ips: { text: string; ip: IpAddress }[] }>();
+function parsed(n: ClusterNode) {
+  let p = parsedOf.get(n);
+  if (!p) {
+    p = {
+      cidrs: n.podCIDRs.flatMap((text) => {
+        const cidr = tryParseCidr(text);
+        return cidr ? [{ text, cidr }] : [];
+      }),
+      ips: n.internalIPs.flatMap((text) => {
+        const ip = tryParseIp(text);
+        return ip ? [{ text, ip }] : [];
+      }),
+    };
+    parsedOf.set(n, p);
+  }
+  return p;
+}
+
 /** At most this many clashes are named per peer (a Node claiming 10.0.0.0/8 overlaps them all). */
 const NAMED_CLASHES = 3;
 
@@ -49,23 +70,23 @@ export function refusedPeers(o: { self: string; nodes: ClusterNode[]; ownBlocks:
     const cidr = tryParseCidr(b.cidr);
     return cidr ? [{ cidr, what: b.what }] : [];
   });
-  const canonical = (ip: string) => {
-    const parsed = tryParseIp(ip);
-    return parsed && formatIp(parsed);
-  };
-  const mine = new Set(o.ownAddresses.map(canonical).filter(Boolean));
+  // By value, per family: "fd6b:0::1" is "fd6b::1".
+  const mine = { 4: new Set<bigint>(), 6: new Set<bigint>() };
+  for (const text of o.ownAddresses) {
+    const ip = tryParseIp(text);
+    if (ip) mine[ip.family].add(ip.value);
+  }
   const peers = o.nodes.filter((n) => n.name !== o.self);
   const claims: { peer: number; text: string; cidr: Cidr }[] = [];
   peers.forEach((peer, p) => {
-    for (const text of peer.podCIDRs) {
-      const cidr = tryParseCidr(text);
-      if (!cidr) continue;
+    const { cidrs, ips } = parsed(peer);
+    for (const { text, cidr } of cidrs) {
       claims.push({ peer: p, text, cidr });
       const hit = own.find((b) => cidrsOverlap(b.cidr, cidr));
       if (hit) refuse(peer.name, 'overlaps_this_node', `podCIDR ${text} overlaps ${hit.what}`);
     }
-    for (const ip of peer.internalIPs) {
-      if (mine.has(canonical(ip))) refuse(peer.name, 'this_node_address', `InternalIP ${ip} is an address of this node`);
+    for (const { text, ip } of ips) {
+      if (mine[ip.family].has(ip.value)) refuse(peer.name, 'this_node_address', `InternalIP ${text} is an address of this node`);
     }
   });
 
