@@ -28,7 +28,7 @@ export interface OwnBlock {
 /** When a Node was created, for ordering: Node.metadata.creationTimestamp has a resolution of
  * one second, so two Nodes can tie; one without it (the literal map has none, and refuses
  * overlaps itself) counts as the youngest. */
-function createdAt(n: ClusterNode): number {
+function creationTime(n: ClusterNode): number {
   const t = Date.parse(n.createdAt ?? '');
   return Number.isNaN(t) ? Infinity : t;
 }
@@ -94,15 +94,15 @@ export function refusedPeers(o: { self: string; nodes: ClusterNode[]; ownBlocks:
   // of an older peer that is routed, or of a peer of the same age that could be. A peer refused
   // above takes no part (every node refuses a Node claiming 10.0.0.0/8 for overlapping its own
   // block; it must not take the other nodes' routes with it).
-  const clashes = peers.map(() => [] as { other: number; mine: string; theirs: string }[]);
+  const clashes = peers.map(() => [] as { other: number; block: string; theirs: string }[]);
   for (const [i, j] of overlappingPairs(claims.map((c) => c.cidr))) {
     const a = claims[i]!;
     const b = claims[j]!;
     if (a.peer === b.peer || found.has(peers[a.peer]!.name) || found.has(peers[b.peer]!.name)) continue;
-    clashes[a.peer]!.push({ other: b.peer, mine: a.text, theirs: b.text });
-    clashes[b.peer]!.push({ other: a.peer, mine: b.text, theirs: a.text });
+    clashes[a.peer]!.push({ other: b.peer, block: a.text, theirs: b.text });
+    clashes[b.peer]!.push({ other: a.peer, block: b.text, theirs: a.text });
   }
-  const age = peers.map(createdAt);
+  const age = peers.map(creationTime);
   const contested = peers.map((_, p) => p).filter((p) => clashes[p]!.length).sort((x, y) => (age[x]! < age[y]! ? -1 : age[x]! > age[y]! ? 1 : 0));
   const routed = new Set<number>();
   for (let from = 0; from < contested.length;) {
@@ -115,8 +115,8 @@ export function refusedPeers(o: { self: string; nodes: ClusterNode[]; ownBlocks:
       const tied = clashes[p]!.filter((c) => c.other !== p && eligible.has(c.other) && eligible.has(p));
       if (!older.length && !tied.length) continue;
       const named = [
-        ...older.map((c) => `podCIDR ${c.mine} overlaps node ${peers[c.other]!.name}'s podCIDR ${c.theirs}, whose Node was created first`),
-        ...tied.map((c) => `podCIDR ${c.mine} overlaps node ${peers[c.other]!.name}'s podCIDR ${c.theirs}, and neither Node was created before the other`),
+        ...older.map((c) => `podCIDR ${c.block} overlaps node ${peers[c.other]!.name}'s podCIDR ${c.theirs}, whose Node was created first`),
+        ...tied.map((c) => `podCIDR ${c.block} overlaps node ${peers[c.other]!.name}'s podCIDR ${c.theirs}, and neither Node was created before the other`),
       ];
       const more = named.length - NAMED_CLASHES;
       refuse(peers[p]!.name, 'overlaps_peer', named.slice(0, NAMED_CLASHES).join('; ') + (more > 0 ? ` (and ${more} more)` : ''));

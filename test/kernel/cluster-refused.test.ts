@@ -118,15 +118,20 @@ test('a Node claiming part of a block this node keeps for its pods is not routed
   t.is(logged(d, /^node no longer refused/).length, 1);
 });
 
-test('a Node whose InternalIP is an address of this node is not routed, and the route knit had made for it goes; routed again once its address is its own', async (t) => {
+test('a Node whose InternalIP is an address of this node is not routed, the route knit had made for it goes, and its block is not spared masquerading; routed again once its address is its own', async (t) => {
   t.timeout(120_000);
   const { f, n1, d, pod } = await nodeWithPod(t, 'cra');
   const block = `10.${SEG}.8.0/24`;
   writeNodes(d, (nodes) => (nodes.n8 = { podCIDRs: [block], internalIPs: [`192.168.${SEG}.8`] }));
   await eventually(() => routeTo(n1.ns, block)?.gateway === `192.168.${SEG}.8`, 'n8 routed');
 
-  // n8 now says its address is node 1's address towards the outside (a second NIC of node 1).
-  writeNodes(d, (nodes) => (nodes.n8.internalIPs = [f.outside.node1ip4]));
+  // n8 now says its address is node 1's address towards the outside (a second NIC of node 1);
+  // n7 gives node 1's other outside address, and claims the outside's block: refused, that block
+  // is no pod's, and what node 1's pod sends there is masqueraded as before.
+  writeNodes(d, (nodes) => {
+    nodes.n8.internalIPs = [f.outside.node1ip4];
+    nodes.n7 = { podCIDRs: [`198.18.${SEG}.0/25`], internalIPs: [f.outside.node1ip6] };
+  });
   await eventually(() => !routeTo(n1.ns, block), 'the route knit made for n8 removed');
   const problem = `refused: InternalIP ${f.outside.node1ip4} is an address of this node`;
   await until(async () => (await peer(d, 'n8'))?.problem === problem, 'n8 refused in the status', 10_000);
@@ -134,10 +139,13 @@ test('a Node whose InternalIP is an address of this node is not routed, and the 
   t.deepEqual(ipJson(['route', 'show', block], n1.ns), [], 'ip route: nothing for the block, of any protocol');
   keepsItsPod(t, f, n1, pod, 'with n8 claiming node 1\'s address');
   t.true(cli(d, 'check', '--node').stdout.includes(`node n8: ${problem}`));
-  t.is(refusedMetric(n1.ns, 'this_node_address'), 1);
+  t.is(refusedMetric(n1.ns, 'this_node_address'), 2);
   t.is(logged(d, /^not routing a node/).filter((l) => l.node === 'n8').length, 1);
 
-  writeNodes(d, (nodes) => (nodes.n8.internalIPs = [`192.168.${SEG}.8`]));
+  writeNodes(d, (nodes) => {
+    nodes.n8.internalIPs = [`192.168.${SEG}.8`];
+    delete nodes.n7;
+  });
   await eventually(() => routeTo(n1.ns, block)?.gateway === `192.168.${SEG}.8`, 'n8 routed again');
   t.is(refusedMetric(n1.ns, 'this_node_address'), 0);
 });
