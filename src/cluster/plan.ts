@@ -4,6 +4,8 @@
 //
 //  - always: the node's own block as a blackhole behind the pods' routes (BLOCK_ROUTE_METRIC),
 //    with knit's route protocol, for a BGP speaker to export;
+//  - never: anything for a peer src/cluster/refusals.ts refuses (its block overlaps this node's
+//    or an older Node's, or its address is this node's): reported with why, whatever the mode;
 //  - routes: `<peer podCIDR> via <peer InternalIP>` when that address is on one of this node's
 //    links (flannel host-gw, kindnet); a peer that is not is reported, not routed;
 //  - vxlan: flannel's scheme: per peer `<podCIDR> via <podCIDR's first address> dev VTEP onlink`,
@@ -14,6 +16,7 @@ import type { AddrInfo } from '../base/ops.js';
 import { BLOCK_ROUTE_METRIC, vtepMac } from '../base/names.js';
 import { cidrContains, familyOfText, formatIp, parseCidr, tryParseCidr, tryParseIp, type IpFamily } from '../ipam/ip.js';
 import { podCidrOf, underlayIp } from './node-networks.js';
+import type { PeerRefusal } from './refusals.js';
 import type { ClusterNode, PeerStatus } from './types.js';
 
 export interface WantRoute {
@@ -58,7 +61,7 @@ function onLinkResolver(addrs: AddrInfo[], names: Map<number, string>): (ip: str
   };
 }
 
-export function planNetwork(o: {
+export interface PlanInput {
   net: NetworkConfig;
   self: ClusterNode | undefined;
   nodes: ClusterNode[];
@@ -67,15 +70,34 @@ export function planNetwork(o: {
   linkNames: Map<number, string>;
   /** The links the host's default routes leave by: replies to masqueraded traffic come back on them. */
   defaultLinks?: string[];
-}): NetworkPlan {
+  /** Peers not to route, by name, and why (refusedPeers). */
+  refused?: ReadonlyMap<string, PeerRefusal>;
+}
+
+/** The plan of one network; its peers in name order. */
+export function planNetwork(o: PlanInput): NetworkPlan {
+  const plan = planOf(o);
+  plan.peers.sort((a, b) => a.node.localeCompare(b.node));
+  return plan;
+}
+
+function planOf(o: PlanInput): NetworkPlan {
   const { net, self } = o;
   const plan: NetworkPlan = { network: net.name, routes: [], neighs: [], fdb: [], forwarding: [], peers: [] };
   const own = [net.ipv4?.subnet, net.ipv6?.subnet].filter((s): s is string => !!s);
   for (const dst of own) plan.routes.push({ dst, family: familyOfText(dst), type: 'blackhole', metric: BLOCK_ROUTE_METRIC });
   if (net.mode === 'bridge' && net.bridge) plan.forwarding.push(net.bridge);
   const families = (net.nodeSubnet ?? []) as IpFamily[];
-  const peers = o.nodes.filter((n) => n.name !== self?.name).sort((a, b) => a.name.localeCompare(b.name));
   const subnetsOf = (n: ClusterNode) => families.map((f) => podCidrOf(n, f)).filter((c): c is string => !!c);
+  // A refused peer gets nothing in any mode: only its status, saying why.
+  const peers: ClusterNode[] = [];
+  for (const n of o.nodes) {
+    if (n.name === self?.name) continue;
+    const refusal = o.refused?.get(n.name);
+    if (refusal) plan.peers.push({ node: n.name, subnets: subnetsOf(n), inPlace: false, problem: refusal.problem, routes: [] });
+    else peers.push(n);
+  }
+  peers.sort((a, b) => a.name.localeCompare(b.name));
   const linkFor = onLinkResolver(o.addrs, o.linkNames);
 
   // The links this node's own addresses sit on carry the cluster's traffic, and the replies to

@@ -10,6 +10,9 @@ export interface ClusterNode {
   name: string;
   podCIDRs: string[];
   internalIPs: string[];
+  /** Node.metadata.creationTimestamp (RFC 3339, to the second): of two Nodes whose blocks
+   * overlap, the one created first is routed (src/cluster/refusals.ts). The literal map has none. */
+  createdAt?: string;
 }
 
 export type NodeSourceState = 'starting' | 'synced' | 'unreachable';

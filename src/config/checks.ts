@@ -4,7 +4,7 @@
 
 import { parseConflist } from '../cni-exec/conflist.js';
 import {
-  cidrContains, cidrLast, cidrsOverlap, formatCidr, tryParseCidr, tryParseIp, type Cidr, type IpFamily,
+  cidrContains, cidrLast, cidrsOverlap, formatCidr, formatIp, overlappingPairs, tryParseCidr, tryParseIp, type Cidr, type IpFamily,
 } from '../ipam/ip.js';
 import type { RawConfig, RawNetwork, RawPool } from './schema.js';
 import { ifnameProblem, NODE_SUBNET } from './schema.js';
@@ -116,7 +116,13 @@ function checkCluster(config: RawConfig, net: RawNetwork, at: Path, issue: (p: P
   if (net.mode === 'routed' && net.crossNode === 'vxlan') issue([...at, 'crossNode'], '"vxlan" needs a bridge network (routed networks reach other nodes by routes or BGP)');
 }
 
+/** The literal node list as it stands: one podCIDR per family, and no two nodes claiming the
+ * same addresses. Where Nodes from the API do that, knit refuses the later one at run time and
+ * reports it (src/cluster/refusals.ts); a list in the config is refused whole, as overlapping
+ * network subnets are, so a reload that brings it in changes nothing. */
 function checkClusterNodes(config: RawConfig, issue: (p: Path, m: string) => void): void {
+  const claims: { name: string; j: number; cidr: Cidr }[] = [];
+  const addressOwner = new Map<string, string>();
   for (const [name, node] of Object.entries(config.cluster?.nodes ?? {})) {
     const at: Path = ['cluster', 'nodes', name];
     const seen = new Set<number>();
@@ -126,7 +132,20 @@ function checkClusterNodes(config: RawConfig, issue: (p: Path, m: string) => voi
       if (cidr.address !== cidr.network) issue([...at, 'podCIDRs', j], `${JSON.stringify(text)} has host bits set (did you mean "${formatCidr(cidr)}"?)`);
       if (seen.has(cidr.family)) issue([...at, 'podCIDRs', j], `is a second IPv${cidr.family} podCIDR (a node has one per family)`);
       seen.add(cidr.family);
+      claims.push({ name, j, cidr });
     });
+    node.internalIPs.forEach((text, j) => {
+      const ip = tryParseIp(text);
+      if (!ip) return;
+      const other = addressOwner.get(formatIp(ip));
+      if (other !== undefined && other !== name) issue([...at, 'internalIPs', j], `${JSON.stringify(text)} is also cluster.nodes.${other}'s InternalIP (a route to one node would go to the other)`);
+      else addressOwner.set(formatIp(ip), name);
+    });
+  }
+  for (const [i, k] of overlappingPairs(claims.map((c) => c.cidr)).sort(([a, b], [c, d]) => Math.max(a, b) - Math.max(c, d))) {
+    const [first, later] = i < k ? [claims[i]!, claims[k]!] : [claims[k]!, claims[i]!];
+    if (first.name === later.name) continue;
+    issue(['cluster', 'nodes', later.name, 'podCIDRs', later.j], `${formatCidr(later.cidr)} overlaps ${formatCidr(first.cidr)} of cluster.nodes.${first.name} (each node needs a block of its own: routing it would take pods away from that node)`);
   }
 }
 

@@ -14,6 +14,7 @@ import { nodeNetworks } from '../cluster/node-networks.js';
 import { planNetwork, type NetworkPlan } from '../cluster/plan.js';
 import { peersInPlace, reconcile, type KernelView } from '../cluster/reconcile.js';
 import { masqueradeRuleset } from '../cluster/masquerade.js';
+import { REFUSAL_REASONS, refusedPeers, type OwnBlock, type PeerRefusal } from '../cluster/refusals.js';
 import { StaticNodes } from '../cluster/static-nodes.js';
 import type { ClusterNetworkStatus, ClusterNode, NodeSource } from '../cluster/types.js';
 import type { IpFamily } from '../ipam/ip.js';
@@ -83,6 +84,9 @@ export class ClusterController {
   private current: NetworkConfig[] = [];
   private waiting = new Map<string, string>();
   private plans: NetworkPlan[] = [];
+  /** Peers knit does not route, and why; what the log has said of them (once per problem). */
+  private refused = new Map<string, PeerRefusal>();
+  private refusalsLogged = new Map<string, string>();
   private statuses: ClusterNetworkStatus[] = [];
   private timer: NodeJS.Timeout | undefined;
   private resync: NodeJS.Timeout | undefined;
@@ -106,6 +110,7 @@ export class ClusterController {
       { labels: { network: s.network, state: 'in_place' }, value: s.peers.filter((p) => p.inPlace).length },
       { labels: { network: s.network, state: 'not_routed' }, value: s.peers.filter((p) => !p.inPlace).length },
     ]));
+    metrics.clusterRefusedPeers.setEach(() => REFUSAL_REASONS.map((reason) => ({ labels: { reason }, value: [...this.refused.values()].filter((r) => r.reasons.includes(reason)).length })));
     try {
       this.cached = JSON.parse(readFileSync(deps.cacheFile, 'utf8')) as ClusterNode[];
       this.savedJson = JSON.stringify(this.cached);
@@ -229,7 +234,10 @@ export class ClusterController {
     const self = nodes.find((n) => n.name === this.deps.nodeName);
     const linkNames = new Map(kernel.links.map((l) => [l.index, l.name]));
     const defaultLinks = kernel.routes.filter((r) => r.dst === 'default' && r.index).map((r) => linkNames.get(r.index!)!).filter(Boolean);
-    this.plans = ready.map((net) => planNetwork({ net, self, nodes, addrs: kernel.addrs, linkNames, defaultLinks }));
+    this.refused = refusedPeers({ self: this.deps.nodeName, nodes, ownBlocks: this.ownBlocks(self), ownAddresses: [...kernel.addrs.map((a) => a.address), ...(self?.internalIPs ?? [])] });
+    this.logRefusals();
+    const refused = this.refused;
+    this.plans = ready.map((net) => planNetwork({ net, self, nodes, addrs: kernel.addrs, linkNames, defaultLinks, refused }));
     let made = false;
     for (const plan of this.plans) if (plan.vtep) made = (await this.kernel.ensureVtep(plan.vtep, kernel)) || made;
     await this.kernel.removeVtepsExcept(this.plans.flatMap((p) => (p.vtep ? [p.vtep.name] : [])), kernel);
@@ -248,9 +256,36 @@ export class ClusterController {
     }
     await this.kernel.switchOn(this.forwardingKeys());
     const cluster = this.deps.config().cluster;
-    if (cluster) await this.kernel.masquerade(clusterNatTable(), masqueradeRuleset({ table: clusterNatTable(), networks: this.current.filter((n) => n.ipv4 || n.ipv6), nodes, cluster }));
+    // A refused peer's block is not the cluster's: a peer claiming 0.0.0.0/1 must not stop
+    // this node's pods from being masqueraded.
+    const members = nodes.filter((n) => !refused.has(n.name));
+    if (cluster) await this.kernel.masquerade(clusterNatTable(), masqueradeRuleset({ table: clusterNatTable(), networks: this.current.filter((n) => n.ipv4 || n.ipv6), nodes: members, cluster }));
     const after = ops.length ? await this.readKernel() : view;
     this.statuses = this.networkStatuses(after);
+  }
+
+  /** This node's blocks no peer's may overlap: its podCIDRs, and the subnet of each of its
+   * networks (one kept for the pods in it after the podCIDR moved, a network of its own). */
+  private ownBlocks(self: ClusterNode | undefined): OwnBlock[] {
+    const blocks: OwnBlock[] = (self?.podCIDRs ?? []).map((cidr) => ({ cidr, what: `this node's podCIDR ${cidr}` }));
+    for (const net of this.current) {
+      for (const pool of [net.ipv4, net.ipv6]) {
+        if (pool && !blocks.some((b) => b.cidr === pool.subnet)) blocks.push({ cidr: pool.subnet, what: `${pool.subnet}, the subnet of this node's network ${net.name}` });
+      }
+    }
+    return blocks;
+  }
+
+  /** A log line when a peer is refused or its problem changes, and when it no longer is: not
+   * one per pass (a resync every minute would repeat them all). */
+  private logRefusals(): void {
+    for (const [node, r] of this.refused) {
+      if (this.refusalsLogged.get(node) !== r.problem) this.deps.log.warn({ node, reasons: r.reasons, problem: r.problem }, 'not routing a node that conflicts with this one or with an older Node');
+    }
+    for (const node of this.refusalsLogged.keys()) {
+      if (!this.refused.has(node)) this.deps.log.info({ node }, 'node no longer refused');
+    }
+    this.refusalsLogged = new Map([...this.refused].map(([node, r]) => [node, r.problem]));
   }
 
   private networkStatuses(kernel: KernelView): ClusterNetworkStatus[] {

@@ -16,6 +16,7 @@ export function clusterNodeOf(n: Node): ClusterNode {
     name: n.metadata.name,
     podCIDRs: (n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : [])).filter((c) => tryParseCidr(c)),
     internalIPs: (n.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' && tryParseIp(a.address)).map((a) => a.address),
+    ...(n.metadata.creationTimestamp && { createdAt: n.metadata.creationTimestamp }),
   };
 }
 
@@ -31,9 +32,9 @@ function clusterNodeCached(n: Node): ClusterNode {
  * real Node carries its images, conditions and capacity (kilobytes each); 1,000 of them held
  * whole would be most of the daemon's heap. */
 export function nodeKept(n: Node): Node {
-  const { name, uid, resourceVersion } = n.metadata;
+  const { name, uid, resourceVersion, creationTimestamp } = n.metadata;
   return {
-    metadata: { name, uid, resourceVersion },
+    metadata: { name, uid, resourceVersion, ...(creationTimestamp && { creationTimestamp }) },
     spec: { podCIDR: n.spec?.podCIDR, podCIDRs: n.spec?.podCIDRs },
     status: { addresses: n.status?.addresses },
   };

@@ -28,6 +28,7 @@ export class KnitMetrics {
   readonly clusterReconcileSeconds = new Histogram('knit_cluster_reconcile_duration_seconds', 'From a change of the cluster view to the kernel holding its routes, neighbours and FDB entries.', LATENCY_BUCKETS, ['outcome']);
   readonly clusterSourceState = new Gauge('knit_cluster_node_source_state', '1 for the state the node list is in (starting, synced, unreachable), 0 for the others.', ['state']);
   readonly clusterSubnetConflicts = new Gauge('knit_cluster_subnet_conflicts', 'Networks whose node subnet changed while pods hold addresses in the old one.');
+  readonly clusterRefusedPeers = new Gauge('knit_cluster_refused_peers', 'Other nodes knit does not route, by reason: overlaps_this_node (a podCIDR overlaps one of this node\'s blocks), overlaps_peer (it overlaps the podCIDR of a Node created first, or of one created in the same second), this_node_address (an InternalIP is an address of this node). A node refused for two reasons counts under both.', ['reason']);
   readonly draRegistrations = new Counter('knit_dra_registrations_total', 'The kubelet\'s NotifyRegistrationStatus calls to the DRA plugin, by outcome (registered "true" or "false").', ['registered']);
   readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, received, ignored, dropped) and detail (the answer\'s kind, the message taken without one: release, decline; or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
   readonly dhcpResponders = new Gauge('knit_dhcp_responders', 'Guest taps knit answers DHCP and router solicitations on.');
@@ -52,7 +53,7 @@ export class KnitMetrics {
 
   render(): string {
     const own = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending, this.draRegistrations, this.dhcpFrames, this.dhcpResponders,
-      this.clusterPeers, this.clusterReconcileSeconds, this.clusterSourceState, this.clusterSubnetConflicts];
+      this.clusterPeers, this.clusterReconcileSeconds, this.clusterSourceState, this.clusterSubnetConflicts, this.clusterRefusedPeers];
     return own.map((m) => m.render()).join('') + (this.runtime?.render() ?? '');
   }
 }

@@ -179,6 +179,26 @@ export function cidrsOverlap(a: Cidr, b: Cidr): boolean {
   return a.family === b.family && a.network <= cidrLast(b) && b.network <= cidrLast(a);
 }
 
+/** Every pair of CIDRs in the list that overlap, as index pairs [outer, inner]: one sort and a
+ * sweep, not a comparison per pair (a cluster has a podCIDR per node, thousands of them). Two
+ * CIDRs either nest or are apart, so the blocks still open where one starts all contain it. */
+export function overlappingPairs(cidrs: readonly Cidr[]): [number, number][] {
+  const order = cidrs.map((_, i) => i).sort((i, j) => {
+    const a = cidrs[i]!;
+    const b = cidrs[j]!;
+    return a.family - b.family || (a.network < b.network ? -1 : a.network > b.network ? 1 : a.prefixLen - b.prefixLen);
+  });
+  const open: { at: number; last: bigint }[] = [];
+  const pairs: [number, number][] = [];
+  for (const at of order) {
+    const c = cidrs[at]!;
+    while (open.length && (cidrs[open[open.length - 1]!.at]!.family !== c.family || open[open.length - 1]!.last < c.network)) open.pop();
+    for (const o of open) pairs.push([o.at, at]);
+    open.push({ at, last: cidrLast(c) });
+  }
+  return pairs;
+}
+
 /** The address n places after the network address (n = 0 is the network address). */
 export function nthAddress(cidr: Cidr, n: bigint): IpAddress {
   if (n < 0n || n >= cidrSize(cidr)) {

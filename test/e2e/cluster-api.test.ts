@@ -2,8 +2,9 @@
 // kube-apiserver, kube-controller-manager allocating podCIDRs, kube-scheduler): each node netns
 // runs its own knit, which reads Nodes over HTTPS with a ServiceAccount token and the cluster
 // CA, with exactly deploy/rbac.yaml's rights. Nodes are added and deleted through the API and
-// the routes follow (polled, no timing threshold); the API server is stopped and started, and
-// knit keeps routing, restarts without it, and catches up.
+// the routes follow (polled, no timing threshold); Nodes that claim half of a node's block or its
+// address, or half of an older Node's block, are not routed; the API server is stopped and
+// started, and knit keeps routing, restarts without it, and catches up.
 import test from 'ava';
 import path from 'node:path';
 import os from 'node:os';
@@ -93,6 +94,47 @@ test('Nodes from the API: routes follow nodes added and deleted, a node waits fo
   for (const n of [n1, n2, n3]) {
     await eventually(() => !ipJson(['route', 'show', 'proto', '201'], n.ns).some((r: any) => r.dst === p9), `the deleted node's route gone from ${n.name}`, 10_000);
   }
+
+  // Nodes that clash (docs/cluster.md, "Nodes knit does not route"), as a hand, a rogue client
+  // or another allocator could write them: half of node 1's IPv4 block, and node 1's InternalIP.
+  const [p1v4] = await podCidrs(n1);
+  const half = p1v4.replace(/\.0\/24$/, '.0/25');
+  const grab = `${P}x1`;
+  const twin = `${P}x2`;
+  await createNode(cp, grab, { internalIPs: ['192.168.196.21'], podCIDRs: [half] });
+  const [pTwin] = (await createNode(cp, twin, { internalIPs: [n1.ip4] })).spec.podCIDRs as string[];
+  const peerOn = async (n: FabricNode, name: string) => (await daemons.get(n)!.call('NodeStatus', {})).networks[0].peers.find((p: any) => p.node === name);
+  await until(async () => !!(await peerOn(n1, twin))?.problem && !!(await peerOn(n1, grab))?.problem, 'node 1 reports both', 30_000);
+  t.like(await peerOn(n1, grab), { in_place: false, problem: `refused: podCIDR ${half} overlaps this node's podCIDR ${p1v4}` });
+  t.like(await peerOn(n1, twin), { in_place: false, problem: `refused: InternalIP ${n1.ip4} is an address of this node` });
+  await until(async () => !!(await peerOn(n2, grab))?.problem, 'node 2 reports the grab', 30_000);
+  t.is((await peerOn(n2, grab)).problem, `refused: podCIDR ${half} overlaps node ${nodeName(n1)}'s podCIDR ${p1v4}, whose Node was created first`);
+  for (const [n, dst] of [[n1, half], [n1, pTwin], [n2, half]] as const) {
+    t.false(ipJson(['route', 'show', 'proto', '201'], n.ns).some((r: any) => r.dst === dst), `ip route on ${n.name}: nothing for ${dst}`);
+  }
+  t.true(ipJson(['route', 'show', 'proto', '201'], n2.ns).some((r: any) => r.dst === p1v4 && r.gateway === n1.ip4), 'node 2 still routes node 1\'s block to node 1');
+  t.true(pingFrom(n1.ns, pods[0].v4), 'node 1 reaches its own pod');
+  t.true(pingFrom(pods[1].ns, pods[0].v4), 'node 2\'s pod reaches node 1\'s pod');
+  t.true((await daemons.get(n1)!.call('NodeStatus', { check_node: true })).cluster_differences.some((x: string) => x.includes(`node ${grab}: refused: podCIDR ${half}`)), 'knit check --node names it');
+
+  // Two more Nodes: one with a block of the allocator's, and a later one claiming half of it.
+  // The later one is not routed; once the first is deleted, it is.
+  const first = `${P}y1`;
+  const later = `${P}y2`;
+  const created = await createNode(cp, first, { internalIPs: ['192.168.196.31'] });
+  const pFirst = created.spec.podCIDRs[0] as string;
+  const pLater = pFirst.replace(/\.0\/24$/, '.128/25');
+  // creationTimestamp counts seconds: the later Node is made in a later one.
+  await until(async () => new Date().toISOString().slice(0, 19) > String(created.metadata.creationTimestamp).slice(0, 19), 'the next second', 5_000);
+  await createNode(cp, later, { internalIPs: ['192.168.196.32'], podCIDRs: [pLater] });
+  await until(async () => /whose Node was created first/.test((await peerOn(n1, later))?.problem ?? ''), 'node 1 refuses the later claim', 30_000);
+  t.true(ipJson(['route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === pFirst && r.gateway === '192.168.196.31'), 'the first is routed');
+  t.false(ipJson(['route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === pLater), 'the later is not');
+  await cp.kubectl('delete', 'node', first);
+  await eventually(() => ipJson(['route', 'show', 'proto', '201'], n1.ns).some((r: any) => r.dst === pLater && r.gateway === '192.168.196.32'), 'the later routed once the first is gone', 10_000);
+  // They go before the API server stops: the rest of the test counts on the allocator's blocks.
+  await cp.kubectl('delete', 'node', grab, twin, later);
+  await until(async () => !(await peerOn(n1, grab)) && !(await peerOn(n1, later)), 'node 1 forgets them', 30_000);
 
   // The API server stops: knit keeps routing, says the API is unreachable, and a knit restarted
   // meanwhile keeps its subnets (from the last list it saw) and deletes no route.

@@ -1,9 +1,22 @@
 // What the kernel announced about links while an action ran (`ip -o monitor link`): each
 // device's state at the moment it changed. A later `ip link show` cannot see a state that
 // lasted only until the reaper deleted the device; the announcements still show it.
-import { spawn } from 'node:child_process';
+//
+// The capture is complete, or it fails saying why, whatever the load. The kernel queues each
+// announcement for the monitor's socket before it answers the request that caused it, and in
+// order: once the action has resolved, a fence (a bridge of the helper's own, added and deleted
+// in the watched netns) is announced after everything the action caused, so what ip printed up
+// to the fence is all of it, however long ip took to print it (no deadline that a loaded
+// machine could outrun). What ip could not read in time is lost instead: when other work in the
+// netns (the host's is shared by every test running) fills the socket's buffer, the kernel drops
+// announcements (netlink(7), ENOBUFS) and counts them; then the capture throws LinkEventsLost,
+// and the caller, who knows how to, repeats the action.
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { eventually } from './ns-fixtures.js';
+
+/** Not a timing assumption: only how long a hung ip may keep a test waiting. */
+const HANG_MS = 120_000;
 
 export interface LinkEvent {
   ifindex: number;
@@ -12,6 +25,14 @@ export interface LinkEvent {
   group?: string;
   deleted: boolean;
   line: string;
+}
+
+/** The kernel dropped announcements meant for the monitor: what it printed is not all. */
+export class LinkEventsLost extends Error {
+  constructor(readonly dropped: number) {
+    super(`the kernel dropped ${dropped} link announcements for ip monitor (its socket's buffer was full): the capture is incomplete`);
+    this.name = 'LinkEventsLost';
+  }
 }
 
 const EVENT = /^(Deleted )?(\d+): ([^:@\s]+)(?:@\S+)?: <([^>]*)>(.*)$/;
@@ -30,42 +51,73 @@ function parseLinkEvent(line: string): LinkEvent | undefined {
   };
 }
 
-/** True once process `pid` holds a NETLINK_ROUTE socket subscribed to a group: from then on the
- * kernel queues every announcement for it. */
-function subscribed(pid: number): boolean {
+/** Process `pid`'s NETLINK_ROUTE socket subscribed to a group (in /proc/<pid>/net/netlink, which
+ * lists the sockets of the netns the process is in): from then on the kernel queues every
+ * announcement for it; `drops` counts those it could not (the socket's buffer was full). */
+function subscription(pid: number): { drops: number } | undefined {
   try {
-    return readFileSync(`/proc/${pid}/net/netlink`, 'utf8').split('\n').slice(1).some((l) => {
-      const [, proto, portId, groups] = l.trim().split(/\s+/);
-      return proto === '0' && Number(portId) === pid && groups !== undefined && !/^0+$/.test(groups);
-    });
+    for (const l of readFileSync(`/proc/${pid}/net/netlink`, 'utf8').split('\n').slice(1)) {
+      const [, proto, portId, groups, , , , , drops] = l.trim().split(/\s+/);
+      if (proto === '0' && Number(portId) === pid && groups !== undefined && !/^0+$/.test(groups)) return { drops: Number(drops) };
+    }
   } catch {
-    return false;
+    /* the process is gone */
+  }
+  return undefined;
+}
+
+/** How often a capture that lost announcements is taken again (linkEventsDuring's `again`). */
+const CAPTURES = 5;
+
+/** Runs `during` with `ip -o monitor link` listening (in netns `ns`, or the host's) and returns
+ * every link announcement made meanwhile, in order. Should the kernel drop some: with `again`
+ * (what puts things back as `during` expects them), runs it and captures `during` anew, up to
+ * CAPTURES times; without, or when every capture lost some, throws LinkEventsLost. */
+export async function linkEventsDuring(during: () => Promise<unknown>, o: { ns?: string; again?: () => Promise<unknown> } = {}): Promise<LinkEvent[]> {
+  for (let capture = 1; ; capture++) {
+    try {
+      return await captureDuring(during, o.ns);
+    } catch (err) {
+      if (!(err instanceof LinkEventsLost) || !o.again || capture === CAPTURES) throw err;
+      await o.again();
+    }
   }
 }
 
-/** Runs `during` with `ip -o monitor link` listening (in netns `ns`, or the host's) and returns
- * every link announcement made meanwhile, in order. The kernel queues its announcements before
- * it answers a request, so once `during` resolves they are on their way to ip: this waits until
- * `until` holds for what ip printed (5 s at most), or without `until` for 100 ms. */
-export async function linkEventsDuring(
-  during: () => Promise<unknown>,
-  { ns, until }: { ns?: string; until?: (events: LinkEvent[]) => boolean } = {},
-): Promise<LinkEvent[]> {
-  const mon = spawn('ip', [...(ns ? ['-n', ns] : []), '-o', 'monitor', 'link'], { stdio: ['ignore', 'pipe', 'ignore'] });
+async function captureDuring(during: () => Promise<unknown>, ns: string | undefined): Promise<LinkEvent[]> {
+  const inNs = ns ? ['-n', ns] : [];
+  // The largest buffer the host allows (net.core.rmem_max caps it): fewer drops in a busy netns.
+  const mon = spawn('ip', [...inNs, '-rc', String(64 << 20), '-o', 'monitor', 'link'], { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   mon.stdout.on('data', (b) => (out += b));
   const exited = new Promise((r) => mon.once('exit', r));
   const events = () => out.split('\n').map(parseLinkEvent).filter((e): e is LinkEvent => !!e);
+  const fence = `kfence${randomBytes(4).toString('hex')}`;
+  let fenced = false;
+  let dropped = 0;
   try {
-    await eventually(() => (subscribed(mon.pid!) || mon.exitCode !== null ? true : undefined), 1000, 5);
-    if (mon.exitCode !== null) throw new Error('ip monitor link did not start');
+    await until(() => !!subscription(mon.pid!), 'ip monitor link to subscribe');
     await during();
-    if (!until) await new Promise((r) => setTimeout(r, 100));
-    // Not met in time: the caller's assertion shows what was announced.
-    else await eventually(() => (until(events()) ? true : undefined), 1000, 5).catch(() => undefined);
+    execFileSync('ip', [...inNs, 'link', 'add', fence, 'type', 'bridge']);
+    fenced = true;
+    // Until ip has printed the fence, or the kernel has dropped something (the fence may be
+    // among what it dropped).
+    await until(() => events().some((e) => e.ifname === fence) || (dropped = subscription(mon.pid!)?.drops ?? 0) > 0, 'ip monitor link to print the fence');
+    dropped = subscription(mon.pid!)?.drops ?? dropped;
   } finally {
+    if (fenced) execFileSync('ip', [...inNs, 'link', 'del', fence]);
     mon.kill();
     await exited;
   }
-  return events();
+  if (dropped) throw new LinkEventsLost(dropped);
+  const all = events();
+  return all.slice(0, all.findIndex((e) => e.ifname === fence));
+
+  /** Polls `done` while ip runs; the deadline only turns a hang into an error. */
+  async function until(done: () => boolean, what: string): Promise<void> {
+    for (const end = Date.now() + HANG_MS; !done(); await new Promise((r) => setTimeout(r, 5))) {
+      if (mon.exitCode !== null) throw new Error(`ip monitor link exited (${mon.exitCode}) before ${what}; it printed:\n${out}`);
+      if (Date.now() > end) throw new Error(`waited ${HANG_MS / 1000} s for ${what}; it printed:\n${out}`);
+    }
+  }
 }

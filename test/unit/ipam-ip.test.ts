@@ -2,7 +2,7 @@
 import test from 'ava';
 import {
   cidrContains, cidrLast, cidrSize, cidrsOverlap, formatCidr, formatIPv4, formatIPv6, formatIp,
-  nthAddress, normalizeIp, parseCidr, parseIp, parseIPv4, parseIPv6, tryParseCidr, tryParseIp,
+  nthAddress, normalizeIp, overlappingPairs, parseCidr, parseIp, parseIPv4, parseIPv6, tryParseCidr, tryParseIp,
 } from '../../src/ipam/ip.js';
 
 test('IPv4 parses and formats round trip', (t) => {
@@ -97,6 +97,22 @@ test('CIDR size, last address, containment and overlap', (t) => {
   t.true(cidrsOverlap(parseCidr('10.1.0.0/16'), parseCidr('10.0.0.0/8')));
   t.false(cidrsOverlap(parseCidr('10.0.0.0/24'), parseCidr('10.0.1.0/24')));
   t.false(cidrsOverlap(parseCidr('0.0.0.0/0'), parseCidr('::/0')));
+});
+
+test('overlappingPairs finds every overlapping pair, nested or equal, within a family, and only those (the same answer as comparing each pair)', (t) => {
+  const texts = ['10.1.0.0/16', '10.1.1.0/24', '10.2.0.0/24', '10.1.1.0/25', '10.1.1.128/25', '10.1.1.0/24', 'fd00::/64', '::/0', '0.0.0.0/0', '10.3.0.0/24', 'fd00:1::/64'];
+  const cidrs = texts.map(parseCidr);
+  const key = ([a, b]: number[]) => [texts[a], texts[b]].sort().join(' ~ ');
+  const brute: string[] = [];
+  for (let i = 0; i < cidrs.length; i++) for (let j = i + 1; j < cidrs.length; j++) if (cidrsOverlap(cidrs[i]!, cidrs[j]!)) brute.push(key([i, j]));
+  const swept = overlappingPairs(cidrs);
+  t.deepEqual(swept.map(key).sort(), brute.sort());
+  t.true(swept.every(([outer, inner]) => cidrs[outer]!.prefixLen <= cidrs[inner]!.prefixLen), 'the containing block first');
+  t.deepEqual(overlappingPairs([parseCidr('10.0.0.0/24'), parseCidr('10.0.1.0/24')]), []);
+  // A thousand nodes' blocks, two of them clashing: one pair.
+  const many = Array.from({ length: 1000 }, (_, i) => parseCidr(`10.${i >> 8}.${i & 255}.0/24`));
+  many.push(parseCidr('10.3.7.0/25'));
+  t.deepEqual(overlappingPairs(many), [[3 * 256 + 7, 1000]]);
 });
 
 test('nthAddress counts from the network address and refuses to leave the prefix', (t) => {
