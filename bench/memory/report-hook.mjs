@@ -3,8 +3,9 @@
 // view (/proc/self/status, smaps_rollup), after a full GC when --expose-gc is on; with
 // $KNIT_MEMORY_SNAPSHOT_DIR set, also a heap snapshot there. Costs nothing until signalled.
 // With $KNIT_MEMORY_SETTLE_MS, the same figures are read again that long after the GC, as
-// `settled`: V8 sweeps on its worker thread after a full GC and only then releases the pages it
-// emptied, so RSS read at once still counts them (bench/README.md, "The DRA driver: memory").
+// `settled`: V8 finishes a full GC's sweeping on its worker thread after gc() returns, and RSS
+// read at once still counts up to 3 MiB the process gives back within the next second
+// (bench/README.md, "The DRA driver: memory and restart").
 import { appendFileSync, readFileSync } from 'node:fs';
 import v8 from 'node:v8';
 import path from 'node:path';
