@@ -4,8 +4,11 @@
 // test/fixtures/kube-cluster.ts): what it holds in memory and how fast it is back after a kill -9.
 //
 //   memory   RSS of one `knit serve` on bin/knit's node flags (after a full GC, from inside it:
-//            bench/memory/report-hook.mjs), idle: plain, with `dra:`, with `dra:` and `cluster:`
-//            (its network's subnet from its Node's podCIDR); then, with both on, N claims
+//            bench/memory/report-hook.mjs; read at once, as footprint.js reads it, and again 1 s
+//            later, once V8's sweep after the GC has given back what it emptied), idle: plain,
+//            with `dra:`, with `dra:` and `cluster:` (its network's subnet from its Node's
+//            podCIDR), and that last one's RSS from /proc every second for --idle-watch s (no
+//            GC forced; the ResourceSlice is republished every 30 s); then, with both on, N claims
 //            prepared and unprepared through the kubelet's socket until 1,000 Prepare/Unprepare
 //            cycles are done, RSS read from /proc (no GC) every 50 cycles: highest, the mean
 //            of the last third and its slope, and a GC'd figure at the end.
@@ -22,7 +25,7 @@
 // kubelet protos (test/fixtures/kubelet-client.ts). Records on a tmpfs (/dev/shm), as /run/knit is.
 //
 // Usage (root, after npm run build): node bench/dra-node.mjs [memory|restart|both] [--claims 8]
-//   [--cycles 1000] [--restarts 3] [--sandboxes 200]. Results: bench/README.md, "The DRA driver: memory and restart".
+//   [--cycles 1000] [--idle-watch 65] [--restarts 3] [--sandboxes 200]. Results: bench/README.md, "The DRA driver: memory and restart".
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -49,6 +52,7 @@ const CLAIMS = opt('claims', 8);
 const CYCLES = opt('cycles', 1000);
 const RESTARTS = opt('restarts', 3);
 const SANDBOXES = opt('sandboxes', 200);
+const IDLE_WATCH = opt('idle-watch', 65);
 const VFS = 69;
 const DRIVER = 'knit.dev';
 const HOOK = path.join(root, 'bench', 'memory', 'report-hook.mjs');
@@ -125,7 +129,7 @@ try {
   const knitOptions = (variant) => ({
     prefix: P.slice(0, 6), subnet: '10.231.94.0/24',
     nodeFlags: [...launcherNodeFlags(), '--expose-gc', '--import', HOOK],
-    env: { KNIT_MEMORY_REPORT: memoryFile },
+    env: { KNIT_MEMORY_REPORT: memoryFile, KNIT_MEMORY_SETTLE_MS: '1000' },
     config: {
       logLevel: 'warn', runDir: path.join(dir, 'run'), sysfsRoot: sysfs.root,
       ...(variant !== 'plain' && { dra }),
@@ -178,8 +182,17 @@ try {
       d = await startDaemon(knitOptions(variant));
       await sleep(3000);
       out.idle[variant] = await report(d, memoryFile);
-      log(`idle ${variant}: ${MiB(out.idle[variant].rss)} MiB`);
+      log(`idle ${variant}: ${MiB(out.idle[variant].rss)} MiB, 1 s later ${MiB(out.idle[variant].settled.rss)}`);
       if (variant !== 'dra+cluster') await d.stop();
+    }
+    const watched = [];
+    for (let i = 0; i < IDLE_WATCH; i++) {
+      await sleep(1000);
+      watched.push(procMemory(d.child.pid).rss);
+    }
+    if (watched.length) {
+      out.idleWatch = { seconds: IDLE_WATCH, highest: Math.max(...watched), mean: watched.reduce((a, b) => a + b, 0) / watched.length, last: watched.at(-1), samples: watched };
+      log(`dra+cluster idle, ${IDLE_WATCH} s without a forced GC: highest ${MiB(out.idleWatch.highest)}, mean ${MiB(out.idleWatch.mean)}, last ${MiB(out.idleWatch.last)}`);
     }
     const kubelet = draClient(sockets.plugin, 'v1');
     const samples = [];
@@ -198,7 +211,7 @@ try {
       cycles: CYCLES, seconds, highest: Math.max(...samples.map(([, r]) => r)), lastThirdMean: third.reduce((a, b) => a + b, 0) / third.length,
       slopePer1000: (slope(third) * 1000) / (samples.length > 1 ? samples[1][0] - samples[0][0] : 1), samples, after,
     };
-    log(`${CYCLES} cycles in ${seconds.toFixed(1)} s: highest ${MiB(out.cycles.highest)}, last third ${MiB(out.cycles.lastThirdMean)}, slope ${MiB(out.cycles.slopePer1000)} MiB per 1,000; after (GC) ${MiB(after.rss)}`);
+    log(`${CYCLES} cycles in ${seconds.toFixed(1)} s: highest ${MiB(out.cycles.highest)}, last third ${MiB(out.cycles.lastThirdMean)}, slope ${MiB(out.cycles.slopePer1000)} MiB per 1,000; after (GC) ${MiB(after.rss)}, 1 s later ${MiB(after.settled.rss)}`);
     await d.stop();
   }
 

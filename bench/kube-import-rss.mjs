@@ -24,9 +24,9 @@ const kcn = (file) => url(path.join(kcnDir, file));
 /** [name, module code run before the measurement] */
 const cases = [
   ['node, nothing imported', ''],
-  ['yaml (the daemon loads it for its config anyway)', `await import(${yaml});`],
-  ['knit src/kube (yaml included)', `await import(${kube});`],
-  ['yaml, then knit src/kube (what the daemon adds)', `await import(${yaml}); await import(${kube});`],
+  ['yaml (a daemon with a YAML config loads it anyway)', `await import(${yaml});`],
+  ['knit src/kube (yaml only for a kubeconfig in YAML, not loaded here)', `await import(${kube});`],
+  ['yaml, then knit src/kube (what a daemon with a YAML config adds)', `await import(${yaml}); await import(${kube});`],
   ['knit src/kube, an informer started and stopped (200 ms run included)', `const k = await import(${kube}); const c = new k.KubeClient({ server: 'https://127.0.0.1:1', source: 'bench' }); const i = new k.Informer(c, '/api/v1/nodes', { backoff: { initialMs: 60000, maxMs: 60000 } }); i.start(); await new Promise((r) => setTimeout(r, 200)); await i.stop(); c.close();`],
 ];
 if (kcnDir && existsSync(kcnDir)) {

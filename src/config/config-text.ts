@@ -5,12 +5,8 @@
 // A JSON file that parses with JSON.parse and repeats no key is read without the YAML parser:
 // the `yaml` package costs the daemon ~2 MiB of resident memory for as long as it runs
 // (bench/README.md, "Memory"), so it is loaded only for YAML text, or to say where a problem is.
-import { createRequire } from 'node:module';
 import type { Node } from 'yaml';
-
-let yamlModule: typeof import('yaml') | undefined;
-/** The yaml package, loaded on first use (synchronously: the config API is synchronous). */
-const yaml = () => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+import { plainJson, yamlPackage as yaml } from '../base/plain-json.js';
 
 export class ConfigSyntaxError extends Error {
   constructor(readonly line: number, readonly column: number, readonly reason: string) {
@@ -52,46 +48,6 @@ export function parseConfigText(text: string): ConfigText {
     return { value: json.value, lineOf: (path) => (parsed ??= parseYaml(text)).lineOf(path) };
   }
   return parseYaml(text);
-}
-
-/** text as JSON, when it is a JSON object that repeats no key; otherwise the YAML parser reads it
- * (and says what is wrong, where). */
-function plainJson(text: string): { value: unknown } | undefined {
-  if (!/^\s*\{/.test(text)) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  return repeatsKey(text) ? undefined : { value };
-}
-
-/** Whether an object in well-formed JSON text has a key twice (JSON.parse keeps the last). */
-function repeatsKey(text: string): boolean {
-  const open: (Set<string> | undefined)[] = []; // the keys of each enclosing object; undefined: an array
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (ch === '"') {
-      let end = i + 1;
-      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      if (expectKey) {
-        const keys = open[open.length - 1]!;
-        const key = JSON.parse(text.slice(i, end + 1)) as string;
-        if (keys.has(key)) return true;
-        keys.add(key);
-        expectKey = false;
-      }
-      i = end;
-    } else if (ch === '{') {
-      open.push(new Set());
-      expectKey = true;
-    } else if (ch === '[') open.push(undefined);
-    else if (ch === '}' || ch === ']') open.pop();
-    else if (ch === ',') expectKey = open[open.length - 1] !== undefined;
-  }
-  return false;
 }
 
 function parseYaml(text: string): ConfigText {

@@ -88,13 +88,34 @@ export function isNetworkClass(classCode: string | undefined): boolean {
 /** Every PCI network function on the node, sorted by PCI address. */
 export async function scanInventory(sysfs: Sysfs, opts: InventoryOptions = {}): Promise<Inventory> {
   const addresses = (await sysfs.list('bus/pci/devices')).filter((a) => normalizeBdf(a) === a);
-  const classes = await Promise.all(addresses.map((a) => readClass(sysfs, a)));
+  const classes = await mapBounded(addresses, SCAN_WIDTH * 4, (a) => readClass(sysfs, a));
   const network = addresses.filter((_, i) => isNetworkClass(classes[i]));
-  const devices = (await Promise.all(network.map((a) => describeDevice(sysfs, a)))).filter(
+  const devices = (await mapBounded(network, SCAN_WIDTH, (a) => describeDevice(sysfs, a))).filter(
     (d): d is PciNetDevice => d !== undefined,
   );
   const rdmaNetnsMode = await (opts.rdmaNetnsMode ?? (() => readRdmaNetnsMode(sysfs)))();
   return rdmaNetnsMode ? { devices, rdmaNetnsMode } : { devices };
+}
+
+/** Functions described at a time by a scan. Each is a wave of some fifteen reads, so a few keep
+ * libuv's four threads busy; the DRA driver rescans every 30 s, and all of a node's functions at
+ * once (70 in the bench) kept a thousand reads' promises, requests and buffers alive through
+ * several scavenges, which V8 then promoted: +2 MiB of old space per scan, until a full GC
+ * (bench/README.md, "The DRA driver: memory and restart"). */
+const SCAN_WIDTH = 4;
+
+/** fn over items, at most `width` at a time; the answers in the items' order. */
+async function mapBounded<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return out;
 }
 
 /** ib_core's netns_mode: Y = shared (the default), N = exclusive. */

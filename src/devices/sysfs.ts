@@ -6,7 +6,11 @@
 // I/O is async on purpose: a write to drivers/<x>/bind runs the driver's probe in the writing
 // thread, and some probes (mlx5) take seconds; that must not stall the daemon's event loop. A
 // read takes two thread-pool hops (open, read; the close is not waited for) where readFile
-// takes four or five: an attach reads some twenty attributes of its device.
+// takes four or five: an attach reads some twenty attributes of its device. The first read goes
+// into a small slice of node's Buffer pool: a page-sized buffer per read is a malloc of its own
+// (node pools only what is under half its 8 KiB pool), and an inventory scan of 70 functions
+// holds some 900 of them at once, until a full GC frees them: 3 MiB of the daemon's C heap that
+// stays resident after it (bench/README.md, "The DRA driver: memory and restart").
 import { close, open, read, promises as fs } from 'node:fs';
 import path from 'node:path';
 
@@ -25,9 +29,9 @@ export class Sysfs {
   /** File content with the trailing newline removed, or undefined if it does not exist. */
   async read(rel: string): Promise<string | undefined> {
     const file = this.path(rel);
-    const page = await readPage(file);
-    if (page === undefined || page.length < PAGE) return page?.toString('utf8').replace(/\n$/, '');
-    return (await fs.readFile(file, 'utf8')).replace(/\n$/, ''); // not a sysfs attribute: no page limit
+    const start = await readStart(file);
+    if (start === undefined || start.length < FIRST_READ) return start?.toString('utf8').replace(/\n$/, '');
+    return (await fs.readFile(file, 'utf8')).replace(/\n$/, ''); // longer than any attribute knit reads
   }
 
   /** A decimal or 0x-hex integer file; undefined if missing or not a number. */
@@ -100,17 +104,19 @@ export class Sysfs {
   }
 }
 
-/** What one show() of a sysfs attribute fills at most (PAGE_SIZE), so its first read returns all
- * of it (Documentation/filesystems/sysfs.rst). */
-const PAGE = 4096;
+/** One show() of a sysfs attribute fills a page, and the first read(2) returns as much of it as
+ * asked (Documentation/filesystems/sysfs.rst): a short first read is the whole value. The values
+ * knit reads (IDs, a MAC, an MTU, a driver name) are well under this; node pools a Buffer this
+ * small. */
+const FIRST_READ = 256;
 
-/** Up to a page from the start of a file; undefined if it does not exist. */
-function readPage(file: string): Promise<Buffer | undefined> {
+/** Up to FIRST_READ bytes from the start of a file; undefined if it does not exist. */
+function readStart(file: string): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     open(file, 'r', (err, fd) => {
       if (err) return isMissing(err) ? resolve(undefined) : reject(err);
-      const buf = Buffer.allocUnsafe(PAGE);
-      read(fd, buf, 0, PAGE, 0, (readErr, n) => {
+      const buf = Buffer.allocUnsafe(FIRST_READ);
+      read(fd, buf, 0, FIRST_READ, 0, (readErr, n) => {
         close(fd, () => undefined);
         if (readErr) reject(readErr);
         else resolve(buf.subarray(0, n));

@@ -25,7 +25,10 @@ export function callName(method: string, url: URL): string {
 }
 
 export function makeAgent(access: KubeAccess): http.Agent {
-  const keepAlive = { keepAlive: true, scheduling: 'lifo' as const };
+  // HTTP/1.1 carries one call per connection, so the agent opens one for each call in flight
+  // and keeps it: unlimited, a burst of claims prepared at once left 15 TLS connections open to
+  // the API server. Four carry a watch and the calls beside it; more calls wait for one.
+  const keepAlive = { keepAlive: true, scheduling: 'lifo' as const, maxSockets: MAX_CONNECTIONS };
   if (access.server.startsWith('http:')) return new http.Agent(keepAlive);
   return new https.Agent({
     ...keepAlive,
@@ -36,6 +39,9 @@ export function makeAgent(access: KubeAccess): http.Agent {
     servername: access.tlsServerName,
   });
 }
+
+/** Connections per client; a watch holds one for as long as it streams. */
+export const MAX_CONNECTIONS = 4;
 
 /** A running exchange: the answer's headers have arrived. */
 export interface Open {

@@ -7,7 +7,7 @@
 // have the daemon run programs a kubeconfig names, and a proxy, basic auth or impersonation
 // would be silently dropped otherwise.
 import path from 'node:path';
-import { parse } from 'yaml';
+import { plainJson, yamlPackage as yaml } from '../base/plain-json.js';
 import { KubeAccessError, readRequired, tokenFromFile, type KubeAccess } from './access-common.js';
 
 export interface KubeconfigText {
@@ -65,7 +65,9 @@ export function accessFromKubeconfig(files: readonly KubeconfigText[], contextNa
 function parseKubeconfig(file: KubeconfigText): Fields {
   let doc: unknown;
   try {
-    doc = parse(file.text);
+    // A kubeconfig in JSON (as some tools write it) is read without loading the YAML parser;
+    // what it loads stays resident in the daemon (src/base/plain-json.ts).
+    doc = (plainJson(file.text) ?? { value: yaml().parse(file.text) }).value;
   } catch (err) {
     throw new KubeAccessError(`kubeconfig ${file.path}`, undefined, (err as Error).message.split('\n')[0]!.replace(/:$/, ''));
   }

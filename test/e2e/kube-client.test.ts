@@ -5,6 +5,7 @@
 // and an informer that loses the API (a cut connection, a stopped apiserver) and catches up.
 // Serial: one control plane for the file, and one test stops its apiserver.
 import anyTest, { type TestFn } from 'ava';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -252,6 +253,27 @@ test.serial('TLS: the CA checks the server, tls-server-name picks the name it mu
   const noCa = await t.throwsAsync(tryWith({}), { instanceOf: KubeApiError });
   t.regex(noCa?.message ?? '', /: (unable to verify the first certificate|self-signed certificate in certificate chain|unable to get local issuer certificate) \(\w+\)$/);
   t.is((await tryWith({ insecureSkipTLSVerify: true })).kind, 'Namespace');
+});
+
+test.serial('connections: twelve calls at once are all answered over at most four connections, which the next calls reuse (ss)', async (t) => {
+  const { cp, admin } = t.context;
+  const port = new URL(cp.server).port;
+  // This process's connections to the API server, as the kernel lists them (the admin client's
+  // kept-alive ones included: counted before, unchanged after).
+  const connections = () => execFileSync('ss', ['-tnpH', 'state', 'established', 'dport', `= :${port}`], { encoding: 'utf8' })
+    .split('\n').filter((l) => l.includes(`pid=${process.pid},`)).length;
+  const before = connections();
+  const client = new KubeClient(admin.access, { userAgent: 'knit-e2e-connections' });
+  t.teardown(() => client.close());
+  const burst = async () => {
+    const answers = await Promise.all(Array.from({ length: 12 }, () => client.get<{ kind: string }>('/api/v1/namespaces/default')));
+    t.deepEqual(new Set(answers.map((a) => a.kind)), new Set(['Namespace']));
+  };
+  await burst();
+  const opened = connections() - before;
+  t.true(opened >= 1 && opened <= 4, `${opened} connections opened`);
+  await burst();
+  t.is(connections() - before, opened, 'the second burst reused them');
 });
 
 test.serial('watch: kubectl changes arrive as events, a bookmark before timeoutSeconds ends the stream', async (t) => {

@@ -52,6 +52,10 @@ test('knit serve loads the device path (SR-IOV, RDMA, VFIO) only when a device i
   t.deepEqual(rel.filter((f) => f.startsWith('src/devices/') || (f.startsWith('runtimes/with-devices/') && f !== gate)), []);
 });
 
+test('the API client (src/kube) loads yaml only for a kubeconfig in YAML: the DRA driver\'s and the cluster view\'s in-cluster or JSON access never loads it', (t) => {
+  t.false(staticPackages(path.join(build, 'src', 'kube', 'index.js')).has('yaml'));
+});
+
 test('the knit command loads the daemon only for serve', (t) => {
   const cli = staticPackages(path.join(build, 'src', 'cli', 'main.js'));
   t.false(cli.has('pino'), 'pino is the daemon\'s');

@@ -2,9 +2,11 @@
 // file credentials, KUBECONFIG lists), fields knit refuses naming themselves, and the in-cluster
 // ServiceAccount (IPv6 host, a token that rotates on disk, what is missing said by name).
 import test from 'ava';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadKubeAccess, KubeAccessError } from '../../src/kube/access.js';
 
 const CA = '-----BEGIN CERTIFICATE-----\nMIIBca\n-----END CERTIFICATE-----\n';
@@ -139,6 +141,32 @@ test('kubeconfig: mistakes are named by file and field', async (t) => {
   }
   t.throws(() => loadKubeAccess({ kubeconfig: path.join(dir, 'absent'), env: {} }), { message: /^kubeconfig: ENOENT: .*absent'$/ });
   t.throws(() => loadKubeAccess({ env: { KUBECONFIG: `${dir}/x:${dir}/y` } }), { message: `KUBECONFIG: no such file: ${dir}/x, ${dir}/y` });
+});
+
+test('kubeconfig: one in JSON is read without loading the YAML parser (it stays resident); YAML, or JSON that repeats a key, goes to it', async (t) => {
+  const dir = await tempDir(t);
+  const json = JSON.stringify({
+    'current-context': 'c', contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+    clusters: [{ name: 'k', cluster: { server: 'https://h:6443', 'certificate-authority-data': b64(CA) } }], users: [{ name: 'u', user: { token: 'T' } }],
+  });
+  await writeFile(path.join(dir, 'json'), json);
+  await writeFile(path.join(dir, 'yaml'), `current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: "https://h:6443"}}]\nusers: [{name: u, user: {token: T}}]\n`);
+  await writeFile(path.join(dir, 'repeated'), json.replace('"current-context":"c"', '"current-context":"c","current-context":"c"'));
+  // A fresh node per file: this test's own process may have loaded yaml already.
+  const access = pathToFileURL(fileURLToPath(import.meta.url).replace(/test\/unit\/kube-access\.test\.js$/, 'src/kube/access.js')).href;
+  const load = (file: string): { server?: string; error?: string; yaml: boolean } => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', `
+    import { createRequire } from 'node:module';
+    const { loadKubeAccess } = await import(${JSON.stringify(access)});
+    let server, error;
+    try { server = loadKubeAccess({ kubeconfig: ${JSON.stringify(path.join(dir, file))}, env: {} }).server; } catch (err) { error = err.message; }
+    const yaml = Object.keys(createRequire(import.meta.url).cache).some((m) => m.includes('/node_modules/yaml/'));
+    console.log(JSON.stringify({ server, error, yaml }));
+  `], { encoding: 'utf8' }));
+  t.deepEqual(load('json'), { server: 'https://h:6443', yaml: false });
+  t.deepEqual(load('yaml'), { server: 'https://h:6443', yaml: true });
+  const repeated = load('repeated');
+  t.true(repeated.yaml);
+  t.regex(repeated.error ?? '', /^kubeconfig .*repeated: Map keys must be unique/);
 });
 
 async function serviceAccount(t: { teardown(fn: () => Promise<void>): void }, files: Record<string, string>): Promise<string> {
