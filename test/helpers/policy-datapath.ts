@@ -1,0 +1,59 @@
+// A reading of the compiled ruleset as the kernel would run it, for the unit tests to compare
+// with the oracle: the base chain's order, the verdict maps, each group chain's lookups.
+// Element texts are parsed back from what src/policy writes (boxes.ts).
+import { tryParseIp, type IpFamily } from '../../src/ipam/ip.js';
+import type { PolicyRuleset } from '../../src/policy/compile.js';
+
+function interval(text: string): [bigint, bigint] {
+  if (text.includes('/')) {
+    const [a, len] = text.split('/');
+    const ip = tryParseIp(a!)!;
+    const host = BigInt((ip.family === 4 ? 32 : 128) - Number(len));
+    return [ip.value, ip.value + (1n << host) - 1n];
+  }
+  const dash = text.lastIndexOf('-');
+  if (dash > 0 && tryParseIp(text.slice(0, dash))) return [tryParseIp(text.slice(0, dash))!.value, tryParseIp(text.slice(dash + 1))!.value];
+  const v = tryParseIp(text)!.value;
+  return [v, v];
+}
+const nums = (text: string): [number, number] => {
+  const [a, b] = text.split('-');
+  return [Number(a), Number(b ?? a)];
+};
+
+export interface Packet {
+  src: string;
+  dst: string;
+  proto: number;
+  dport?: number;
+}
+
+/** What one node's forward hook does with an original-direction packet. */
+export function forwardVerdict(rs: PolicyRuleset, pkt: Packet): 'accept' | 'drop' {
+  const s = tryParseIp(pkt.src)!;
+  const d = tryParseIp(pkt.dst)!;
+  const family = s.family as IpFamily;
+  const text = (v: { family: IpFamily; value: bigint }) => [...rs.self[v.family]].find((a) => tryParseIp(a)!.value === v.value);
+  if (s.value === d.value && text(s)) return 'accept';
+  for (const [dir, addr] of [['in', d], ['out', s]] as const) {
+    const key = [...rs.maps[`${dir}${family}` as const].keys()].find((a) => tryParseIp(a)!.value === addr.value);
+    if (!key) continue;
+    const chain = rs.chains.get(rs.maps[`${dir}${family}` as const].get(key)!)!;
+    const peer = dir === 'in' ? s.value : d.value;
+    const allowed = chain.rules.some((r) => {
+      if (!r.set) return true;
+      const set = rs.sets.get(r.set)!;
+      return set.elements.some((e) => {
+        const parts = e.split(' . ');
+        const [lo, hi] = interval(parts[0]!);
+        if (peer < lo || peer > hi) return false;
+        if (set.kind === 'addr') return true;
+        const [plo, phi] = nums(parts[1]!);
+        const [tlo, thi] = nums(parts[2]!);
+        return pkt.proto >= plo && pkt.proto <= phi && pkt.dport !== undefined && pkt.dport >= tlo && pkt.dport <= thi;
+      });
+    });
+    if (!allowed) return 'drop';
+  }
+  return 'accept';
+}
