@@ -60,8 +60,13 @@ export const denyCounter = (policy: string, d: Direction) => `d${d[0]}_${shortHa
 
 const mapOf = (d: Direction, f: IpFamily): MapName => `${d === 'ingress' ? 'in' : 'out'}${f}` as MapName;
 
+/** A pod of this node. `unknown`: knit could not learn its labels (the API did not answer its
+ * look-up): it is isolated both ways, with nothing allowed, while its namespace has any
+ * policy (fail closed), until its labels are known. */
+export type LocalPod = PolicyPod & { unknown?: boolean };
+
 /** `local`: the pods this node enforces (its own, with the addresses knit gave them). */
-export function compileRuleset(ix: ViewIndex, local: PolicyPod[]): PolicyRuleset {
+export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset {
   const out: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
     maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
@@ -81,8 +86,9 @@ export function compileRuleset(ix: ViewIndex, local: PolicyPod[]): PolicyRuleset
       if (a) out.self[a.family].push(formatIp(a));
     }
     for (const d of ['ingress', 'egress'] as const) {
-      const selecting = ix.policies.filter((p) => p[d] && ix.selects(p, pod)).sort((a, b) => (a.key < b.key ? -1 : 1));
-      if (!selecting.length) continue;
+      const selecting = pod.unknown ? [] : ix.policies.filter((p) => p[d] && ix.selects(p, pod)).sort((a, b) => (a.key < b.key ? -1 : 1));
+      const failClosed = pod.unknown && ix.policies.some((p) => p.namespace === pod.namespace);
+      if (!selecting.length && !failClosed) continue;
       for (const p of selecting) {
         counters.add(allowCounter(p.key, d));
         counters.add(denyCounter(p.key, d));

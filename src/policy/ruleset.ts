@@ -6,7 +6,7 @@
 // as it goes) and the kernel applies it whole or not at all: no packet sees a state between.
 import { tryParseIp, formatIp, type IpFamily } from '../ipam/ip.js';
 import { intervalText, type Box, boxText } from './boxes.js';
-import { allowCounter, denyCounter, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
+import { allowCounter, denyCounter, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
 
 /** The base chain's name carries the layout's version: a knit that finds another rebuilds
  * the table whole, in one transaction. */
@@ -184,4 +184,38 @@ function elementText(family: IpFamily, kind: 'addr' | 'concat' | 'self', e: Json
   const [tlo, thi] = numbers(parts[2]!);
   const b: Box = { lo, hi, plo, phi, tlo, thi };
   return boxText(family, b);
+}
+
+/** The chain of a pod nothing is known of: the node reaches it, nothing else passes. */
+export function isolationChain(direction: GroupChain['direction'], family: IpFamily): [string, GroupChain] {
+  const chain: GroupChain = { direction, family, rules: [], policies: [] };
+  return [`g${direction[0]}${family}_${shortHash(JSON.stringify(chain))}`, chain];
+}
+
+/** While the cluster is not known yet (a start with the API down): the table as the kernel
+ * holds it, with the addresses of pods that came meanwhile isolated both ways (fail closed)
+ * and those of pods that went taken out of the maps. Nothing else changes. */
+export function heldWithChanges(have: KernelPolicy, keep: (ip: string) => boolean, isolate: string[]): PolicyRuleset {
+  const rs: PolicyRuleset = {
+    sets: new Map(), chains: new Map(),
+    maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
+    self: { 4: [], 6: [] }, counters: [...have.counters],
+  };
+  for (const [name, s] of have.sets) if (s.kind !== 'self') rs.sets.set(name, { family: s.family, kind: s.kind, elements: [...s.elements] });
+  // Chains the kernel holds stay as they are (their content is their name).
+  for (const name of have.chains) if (name !== BASE_CHAIN) rs.chains.set(name, { direction: 'ingress', family: 4, rules: [], policies: [] });
+  for (const m of MAP_NAMES) for (const [ip, c] of have.maps[m]) if (keep(ip)) rs.maps[m].set(ip, c);
+  for (const f of [4, 6] as const) for (const e of have.sets.get(`self${f}`)?.elements ?? []) if (keep(e.split(' . ')[0]!)) rs.self[f].push(e.split(' . ')[0]!);
+  for (const text of isolate) {
+    const ip = tryParseIp(text);
+    if (!ip) continue;
+    const a = formatIp(ip);
+    if (!rs.self[ip.family].includes(a)) rs.self[ip.family].push(a);
+    for (const d of ['ingress', 'egress'] as const) {
+      const [name, chain] = isolationChain(d, ip.family);
+      rs.chains.set(name, chain);
+      rs.maps[`${d === 'ingress' ? 'in' : 'out'}${ip.family}` as MapName].set(a, name);
+    }
+  }
+  return rs;
 }

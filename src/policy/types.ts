@@ -87,3 +87,21 @@ export interface PolicyView {
 }
 
 export type Direction = 'ingress' | 'egress';
+
+/** Where the cluster's policies, namespaces and pods come from: the config's literal lists, or
+ * the API's informers (src/daemon/kube-policy.ts). */
+export interface PolicySource {
+  readonly description: string;
+  start(): void;
+  stop(): Promise<void>;
+  onChange(fn: () => void): void;
+  /** Whether the view was read whole at least once: before that it says nothing, and knit
+   * changes nothing it holds (a restart with the API down keeps its rules). */
+  synced(): boolean;
+  state(): { state: string; detail: string };
+  view(): Pick<PolicyView, 'policies' | 'namespaces' | 'pods'>;
+  /** A pod's labels and named ports for its admit: the view's, else a bounded look-up of the
+   * pod itself; 'unknown' when nothing answers (knit then fails closed). */
+  pod(namespace: string, name: string): Promise<PolicyPod | 'unknown'>;
+  waitSynced?(timeoutMs: number): Promise<void>;
+}

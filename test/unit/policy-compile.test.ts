@@ -11,7 +11,7 @@ import { normalizeBoxes, type Box } from '../../src/policy/boxes.js';
 import { emptyKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../../src/policy/ruleset.js';
 import type { NetworkPolicy, PolicyView } from '../../src/policy/types.js';
 import { ALL_IDS, ip4, ip6, modelPods, modelView, np } from '../helpers/policy-model.js';
-import { forwardVerdict } from '../helpers/policy-datapath.js';
+import { forwardVerdict } from '../../src/policy/datapath.js';
 
 const a = { matchLabels: { pod: 'a' } };
 const SCENARIOS: Record<string, NetworkPolicy[]> = {

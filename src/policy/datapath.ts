@@ -1,8 +1,9 @@
-// A reading of the compiled ruleset as the kernel would run it, for the unit tests to compare
-// with the oracle: the base chain's order, the verdict maps, each group chain's lookups.
-// Element texts are parsed back from what src/policy writes (boxes.ts).
-import { tryParseIp, type IpFamily } from '../../src/ipam/ip.js';
-import type { PolicyRuleset } from '../../src/policy/compile.js';
+// The compiled ruleset read as the kernel runs it (ruleset.ts's base chain, the verdict maps,
+// each group chain's lookups): which of the flows conntrack holds a change now denies, so
+// their entries go (src/daemon/policy.ts), and what the unit tests compare with the oracle.
+// Replies are not judged here: the base chain accepts them before any of this.
+import { formatIp, tryParseIp, type IpFamily } from '../ipam/ip.js';
+import type { PolicyRuleset } from './compile.js';
 
 function interval(text: string): [bigint, bigint] {
   if (text.includes('/')) {
@@ -28,17 +29,16 @@ export interface Packet {
   dport?: number;
 }
 
-/** What one node's forward hook does with an original-direction packet. */
+/** What this node's forward hook does with an original-direction packet. */
 export function forwardVerdict(rs: PolicyRuleset, pkt: Packet): 'accept' | 'drop' {
   const s = tryParseIp(pkt.src)!;
   const d = tryParseIp(pkt.dst)!;
   const family = s.family as IpFamily;
-  const text = (v: { family: IpFamily; value: bigint }) => [...rs.self[v.family]].find((a) => tryParseIp(a)!.value === v.value);
-  if (s.value === d.value && text(s)) return 'accept';
+  if (s.value === d.value && rs.self[family].includes(formatIp(s))) return 'accept';
   for (const [dir, addr] of [['in', d], ['out', s]] as const) {
-    const key = [...rs.maps[`${dir}${family}` as const].keys()].find((a) => tryParseIp(a)!.value === addr.value);
-    if (!key) continue;
-    const chain = rs.chains.get(rs.maps[`${dir}${family}` as const].get(key)!)!;
+    const target = rs.maps[`${dir}${family}` as const].get(formatIp(addr));
+    if (!target) continue;
+    const chain = rs.chains.get(target)!;
     const peer = dir === 'in' ? s.value : d.value;
     const allowed = chain.rules.some((r) => {
       if (!r.set) return true;
