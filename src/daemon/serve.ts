@@ -114,15 +114,22 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const usable = (c: KnitConfig) => (cluster ? cluster.networksFor(c) : c.networks);
   ipam.reconfigure(usable(config));
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
+  /** What works otherwise than a network asks, though it serves (NodeStatus's message says it). */
+  let networkCautions: string[] = [];
   /** Sets up the host side of networks; answers the ones that are not ready, with why. */
   const setUpNetworks = async (networks: KnitConfig['networks']) => {
     const notReady = new Map<string, string>();
+    const cautions: string[] = [];
     for (const net of networks) {
-      await ensureNetwork(runner, net).catch((err: Error) => {
+      await ensureNetwork(runner, net).then((said) => {
+        for (const caution of said) log.warn({ network: net.name, caution }, 'network works otherwise than configured');
+        cautions.push(...said.map((c) => `network ${net.name}: ${c}`));
+      }, (err: Error) => {
         notReady.set(net.name, err.message);
         log.error({ network: net.name, err: err.message }, 'network not ready');
       });
     }
+    networkCautions = cautions;
     return notReady;
   };
   let unready = await setUpNetworks(usable(config));
@@ -183,9 +190,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const tokens = new HandoffTokens(config.handoffSocket);
   const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions, (f) => log.warn(f, 'extension call failed'));
   let cniDeletes: DeleteQueue | undefined; // made once the CNI frontend exists, below
-  const cniDeleteConditions = async () => {
+  const conditions = async () => {
     const failed = cniDeletes?.failedFiles() ?? [];
-    return failed.length ? [`CNI delete queue: ${failed.length} queued DEL(s) gave up (${path.join(config.cniDeleteQueue, FAILED_DIR)})`] : [];
+    return [...networkCautions, ...(failed.length ? [`CNI delete queue: ${failed.length} queued DEL(s) gave up (${path.join(config.cniDeleteQueue, FAILED_DIR)})`] : [])];
   };
   const manager = new SandboxManager({
     networks: () => specs,
@@ -203,7 +210,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     sysfsRoot: () => config.sysfsRoot,
     danDir: () => config.kata.danDir,
     pathExists: existsSync,
-    conditions: cniDeleteConditions,
+    conditions,
     ...(cluster && { cluster }),
     ...(config.networkPolicy && { policy: { enforces: (network: string) => config.networkPolicy?.networks.includes(network) ?? false } }),
   });
