@@ -1,0 +1,62 @@
+// Traffic for the NetworkPolicy kernel tests, with real sockets: a UDP listener that counts
+// what reaches it, a UDP sender that fires a datagram every millisecond (optionally from the
+// moment a pod's eth0 exists), and nft's own counters as the independent observer of drops.
+import type { ExecutionContext } from 'ava';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+
+/** A UDP listener in ns on port (both families): each datagram's source, one per line. */
+export function udpListener(t: Pick<ExecutionContext, 'teardown'>, ns: string, port: number) {
+  const code = `const s=require('dgram').createSocket({type:'udp6'});s.on('message',(m,r)=>console.log(r.address.replace(/^::ffff:/,'')));s.bind(${port},'::',()=>console.log('listening'))`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void (child.exitCode === null && child.kill('SIGKILL')));
+  let out = '';
+  const ready = new Promise<void>((resolve) => child.stdout.on('data', (d) => {
+    out += d;
+    if (out.includes('listening')) resolve();
+  }));
+  return { ready, received: () => out.split('\n').filter((l) => l && l !== 'listening') };
+}
+
+/** From ns, a datagram to host:port every millisecond for ms (sends that fail, before a route
+ * exists, are counted apart). With waitFor, it starts polling the moment that link exists in
+ * ns (a pod's eth0 being made). Resolves with what it sent. */
+export function udpFlood(ns: string, host: string, port: number, ms: number, waitFor?: string): { started: Promise<void>; done: Promise<{ sent: number; failed: number }>; child: ChildProcess } {
+  const code = `const fs=require('fs'),d=require('dgram');let sent=0,failed=0;const s=d.createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.on('error',()=>{});console.log('started');
+const go=()=>{const end=Date.now()+${ms};const tick=()=>{if(Date.now()>end){console.log(JSON.stringify({sent,failed}));process.exit(0)}s.send('x',${port},'${host}',(e)=>{if(e)failed++;else sent++});setTimeout(tick,1)};tick()};
+${waitFor ? `const w=()=>fs.existsSync('/sys/class/net/${waitFor}')?go():setImmediate(w);w()` : 'go()'}`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const started = new Promise<void>((resolve) => child.stdout.on('data', (d) => {
+    out += d;
+    if (out.includes('started')) resolve();
+  }));
+  const done = new Promise<{ sent: number; failed: number }>((resolve, reject) => child.on('close', () => {
+    const last = out.trim().split('\n').pop()!;
+    try {
+      resolve(JSON.parse(last));
+    } catch {
+      reject(new Error(`udp flood from ${ns} printed ${out}`));
+    }
+  }));
+  return { started, done, child };
+}
+
+/** nft -j list of knit's policy table in ns: named counters' packets by name. */
+export function policyCounters(ns: string, table: string): Record<string, number> {
+  const out = JSON.parse(execFileSync('ip', ['netns', 'exec', ns, '/usr/sbin/nft', '-j', 'list', 'counters', 'table', 'inet', table], { encoding: 'utf8' }));
+  return Object.fromEntries(out.nftables.filter((x: any) => x.counter).map((x: any) => [x.counter.name, x.counter.packets]));
+}
+
+/** nft -j list table: the maps' elements (address → chain) and the sets' names. */
+export function policyTableJson(ns: string, table: string): { maps: Record<string, Record<string, string>>; sets: string[]; chains: string[] } {
+  const out = JSON.parse(execFileSync('ip', ['netns', 'exec', ns, '/usr/sbin/nft', '-j', 'list', 'table', 'inet', table], { encoding: 'utf8' }));
+  const maps: Record<string, Record<string, string>> = {};
+  const sets: string[] = [];
+  const chains: string[] = [];
+  for (const o of out.nftables) {
+    if (o.map) maps[o.map.name] = Object.fromEntries((o.map.elem ?? []).map(([k, v]: [string, any]) => [k, v.jump.target]));
+    if (o.set) sets.push(o.set.name);
+    if (o.chain) chains.push(o.chain.name);
+  }
+  return { maps, sets, chains };
+}
