@@ -12,12 +12,13 @@ import type { PolicyAdmitAction } from '../base/ops.js';
 import { policyTable } from '../base/names.js';
 import { canonical } from '../policy/view-index.js';
 import { ViewIndex } from '../policy/view-index.js';
-import { compileRuleset, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
+import { allowCounter, compileRuleset, denyCounter, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
 import { emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../policy/ruleset.js';
 import { forwardVerdict } from '../policy/datapath.js';
 import type { PolicySource } from '../policy/types.js';
 import type { ClusterSettings, NetworkPolicySettings } from '../config/index.js';
 import { nft, type PolicyAction } from './host-actions.js';
+import type { KnitMetrics } from './metrics.js';
 
 const CONNTRACK = '/usr/sbin/conntrack';
 /** How long start-up waits for the source's first view before serving (rules stay as found). */
@@ -48,6 +49,7 @@ export interface PolicyDeps {
   log: Logger;
   nodeName: string;
   records: () => Iterable<SandboxRecord>;
+  metrics?: KnitMetrics;
 }
 
 export class PolicyController {
@@ -66,7 +68,28 @@ export class PolicyController {
   /** Policies reported as not expressible, by key and what was said, so each is logged once. */
   private readonly reported = new Map<string, string>();
 
-  constructor(private readonly deps: PolicyDeps) {}
+  /** nft counter name → what it counts, for /metrics; and their last values. */
+  private readonly counterOf = new Map<string, { policy: string; direction: string; verdict: string }>();
+  private counterValues = new Map<string, number>();
+  /** When the first change of the pass to come arrived (for the apply histogram). */
+  private changedAt = 0;
+
+  constructor(private readonly deps: PolicyDeps) {
+    const m = deps.metrics;
+    if (!m) return;
+    m.beforeScrape.push(() => this.readCounters());
+    m.policyPackets.setEach(() => [...this.counterOf].map(([name, labels]) => ({ labels, value: this.counterValues.get(name) ?? 0 })));
+    m.policyProblems.setEach(() => [...this.reported].map(([policy, said]) => ({ labels: { policy }, value: said.split('; ').length })));
+    m.policyIsolated.setEach(() => (['ingress', 'egress'] as const).map((direction) => ({ labels: { direction }, value: this.last ? (direction === 'ingress' ? this.last.maps.in4.size + this.last.maps.in6.size : this.last.maps.out4.size + this.last.maps.out6.size) : 0 })));
+    m.policySourceState.setEach(() => (['starting', 'synced', 'unreachable'] as const).map((state) => ({ labels: { state }, value: deps.source.state().state === state ? 1 : 0 })));
+  }
+
+  /** The table's named counters, read for a scrape. */
+  private async readCounters(): Promise<void> {
+    if (!this.counterOf.size) return;
+    const out = JSON.parse(await nft(undefined, ['-j', 'list', 'counters', 'table', 'inet', this.table])) as { nftables: { counter?: { name: string; packets: number } }[] };
+    this.counterValues = new Map(out.nftables.flatMap((o) => (o.counter ? [[o.counter.name, o.counter.packets] as const] : [])));
+  }
 
   /** Reads this node's pods from the records and the table from the kernel, starts the
    * source and applies the first view (once it has one). */
@@ -116,6 +139,7 @@ export class PolicyController {
   };
 
   private schedule(): void {
+    if (!this.changedAt) this.changedAt = performance.now();
     if (this.stopped || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -130,9 +154,13 @@ export class PolicyController {
     this.pending = true;
     const run = this.running.catch(() => undefined).then(async () => {
       this.pending = false;
+      const started = this.changedAt || performance.now();
+      this.changedAt = 0;
       try {
         await this.apply();
+        this.deps.metrics?.policyApplySeconds.observe((performance.now() - started) / 1000, { outcome: 'ok' });
       } catch (err) {
+        this.deps.metrics?.policyApplySeconds.observe((performance.now() - started) / 1000, { outcome: 'error' });
         this.kernel = undefined; // what the kernel holds is read again next time
         this.deps.log.error({ err: (err as Error).message }, 'NetworkPolicy: applying the table failed; the next change or resync tries again');
         throw err;
@@ -183,6 +211,15 @@ export class PolicyController {
       else this.reported.delete(p.key);
     }
     const rs = compileRuleset(ix, local);
+    this.counterOf.clear();
+    for (const p of ix.policies) {
+      for (const direction of ['ingress', 'egress'] as const) {
+        if (!p[direction]) continue;
+        this.counterOf.set(allowCounter(p.key, direction), { policy: p.key, direction, verdict: 'allowed' });
+        this.counterOf.set(denyCounter(p.key, direction), { policy: p.key, direction, verdict: 'denied' });
+      }
+    }
+    for (const name of this.counterOf.keys()) if (!rs.counters.includes(name)) this.counterOf.delete(name);
     const tx = transaction(this.table, this.kernel, rs);
     if (tx) {
       await nft(undefined, ['-f', '-'], tx);

@@ -149,7 +149,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
   // NetworkPolicy, only when configured: its modules (and the API client) load only then. The
   // controller takes the start-up repair's releases, and starts on the records that are left.
-  const policy = config.networkPolicy ? await openPolicy(config, runner, records, log, cluster) : undefined;
+  const policy = config.networkPolicy ? await openPolicy(config, runner, records, log, cluster, metrics) : undefined;
   if (!config.networkPolicy) {
     // Turned off: knit's own policy table goes (nothing of anyone else's).
     await runner.runHostAction(undefined, { op: 'nft.delete', family: 'inet', table: policyTable(), ignoreMissing: true }).catch((err: Error) => log.warn({ err: err.message }, 'cannot remove the NetworkPolicy table'));
@@ -357,7 +357,7 @@ async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, lo
   });
 }
 
-async function openPolicy(config: KnitConfig, runner: DaemonActionRunner, records: RecordStore<SandboxRecord>, log: pino.Logger, cluster: ClusterController | undefined): Promise<PolicyController> {
+async function openPolicy(config: KnitConfig, runner: DaemonActionRunner, records: RecordStore<SandboxRecord>, log: pino.Logger, cluster: ClusterController | undefined, metrics: KnitMetrics): Promise<PolicyController> {
   const { PolicyController: Controller, openPolicySource } = await import('./policy.js');
   const { clusterNodeName } = await import('./cluster.js');
   const settings = config.networkPolicy!;
@@ -366,6 +366,7 @@ async function openPolicy(config: KnitConfig, runner: DaemonActionRunner, record
     log: log.child({ part: 'network-policy' }),
     nodeName: cluster ? (await cluster.status()).node : clusterNodeName(config.cluster ?? { clusterCIDRs: [], serviceCIDRs: [] }),
     records: () => records.values(),
+    metrics,
   });
   runner.policy = controller.handle;
   return controller;

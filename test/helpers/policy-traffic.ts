@@ -17,12 +17,13 @@ export function udpListener(t: Pick<ExecutionContext, 'teardown'>, ns: string, p
   return { ready, received: () => out.split('\n').filter((l) => l && l !== 'listening') };
 }
 
-/** From ns, a datagram to host:port every millisecond for ms (sends that fail, before a route
- * exists, are counted apart). With waitFor, it starts polling the moment that link exists in
- * ns (a pod's eth0 being made). Resolves with what it sent. */
-export function udpFlood(ns: string, host: string, port: number, ms: number, waitFor?: string): { started: Promise<void>; done: Promise<{ sent: number; failed: number }>; child: ChildProcess } {
-  const code = `const fs=require('fs'),d=require('dgram');let sent=0,failed=0;const s=d.createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.on('error',()=>{});console.log('started');
-const go=()=>{const end=Date.now()+${ms};const tick=()=>{if(Date.now()>end){console.log(JSON.stringify({sent,failed}));process.exit(0)}s.send('x',${port},'${host}',(e)=>{if(e)failed++;else sent++});setTimeout(tick,1)};tick()};
+/** From ns, a datagram to host:port every millisecond until stop() (sends that fail, before a
+ * route exists, are counted apart). With waitFor, it starts the moment that link exists in ns
+ * (a pod's eth0 being made). */
+export function udpFlood(ns: string, host: string, port: number, waitFor?: string) {
+  const code = `const fs=require('fs'),d=require('dgram');let sent=0,failed=0;const s=d.createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.on('error',()=>{});
+process.on('SIGTERM',()=>{console.log(JSON.stringify({sent,failed}));process.exit(0)});console.log('started');
+const go=()=>{const tick=()=>{s.send('x',${port},'${host}',(e)=>{if(e)failed++;else sent++});setTimeout(tick,1)};tick()};
 ${waitFor ? `const w=()=>fs.existsSync('/sys/class/net/${waitFor}')?go():setImmediate(w);w()` : 'go()'}`;
   const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -31,14 +32,32 @@ ${waitFor ? `const w=()=>fs.existsSync('/sys/class/net/${waitFor}')?go():setImme
     if (out.includes('started')) resolve();
   }));
   const done = new Promise<{ sent: number; failed: number }>((resolve, reject) => child.on('close', () => {
-    const last = out.trim().split('\n').pop()!;
     try {
-      resolve(JSON.parse(last));
+      resolve(JSON.parse(out.trim().split('\n').pop()!));
     } catch {
       reject(new Error(`udp flood from ${ns} printed ${out}`));
     }
   }));
-  return { started, done, child };
+  return { started, stop: () => (child.kill('SIGTERM'), done) };
+}
+
+/** A TCP connection from ns to host:port that sends a line every 50 ms and counts the echoes,
+ * until stop(): sent(), echoed() and broke() (an error or a close) so far. */
+export function tcpEchoStream(t: Pick<ExecutionContext, 'teardown'>, ns: string, host: string, port: number) {
+  const code = `const c=require('net').connect(${port},'${host}');let sent=0,on=true;c.on('error',()=>console.log('broke'));c.on('close',()=>console.log('broke'));c.on('data',(d)=>{for(const l of String(d).split('\\n'))if(l.startsWith('x'))console.log('e')});c.once('connect',()=>setInterval(()=>{if(on){c.write('x'+(sent++)+'\\n');console.log('s')}},50));process.on('SIGUSR1',()=>{on=false})`;
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void (child.exitCode === null && child.kill('SIGKILL')));
+  let echoes = 0;
+  let sent = 0;
+  let broke = false;
+  child.stdout.on('data', (d) => {
+    for (const l of String(d).split('\n')) {
+      if (l === 'e') echoes++;
+      else if (l === 's') sent++;
+      else if (l === 'broke') broke = true;
+    }
+  });
+  return { echoed: () => echoes, sent: () => sent, broke: () => broke, pause: () => void child.kill('SIGUSR1'), stop: () => void child.kill('SIGKILL') };
 }
 
 /** nft -j list of knit's policy table in ns: named counters' packets by name. */
