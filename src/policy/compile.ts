@@ -99,17 +99,18 @@ export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset 
         const rules: ChainRule[] = [];
         for (const p of selecting) {
           for (const r of p[d]!) {
-            const spec = ruleSet(ix, p, r, d, family, pod, peersOf);
-            if (spec === 'everything') {
+            if (r.peers === 'all' && r.ports === 'all') {
               rules.push({ policy: p.key, rule: r.index });
               continue;
             }
             // Named by what the set stands for, not by what it holds: a peer that comes or
             // goes changes its elements in place, and the chains that use it stay as they are.
+            // What it holds depends on nothing else, so each is built once per pass.
             const variant = d === 'ingress' ? namedVariant(r, pod) : '';
-            const name = `${d[0]}${family}${spec.kind[0]}_${shortHash(`${p.key}\n${r.index}\n${variant}`)}`;
-            out.sets.set(name, spec);
-            rules.push({ policy: p.key, rule: r.index, set: name, lookup: spec.kind });
+            const kind = r.ports === 'all' ? 'addr' : 'concat';
+            const name = `${d[0]}${family}${kind[0]}_${shortHash(`${p.key}\n${r.index}\n${variant}`)}`;
+            if (!out.sets.has(name)) out.sets.set(name, ruleSet(ix, p, r, d, family, pod, peersOf));
+            rules.push({ policy: p.key, rule: r.index, set: name, lookup: kind });
           }
         }
         const chain: GroupChain = { direction: d, family, rules, policies: selecting.map((p) => p.key) };
@@ -136,9 +137,10 @@ function namedVariant(r: Rule, pod: PolicyPod): string {
   return named.length ? JSON.stringify(named.map((m) => resolvePort(m, pod))) : '';
 }
 
-/** What rule r of p allows `pod` (ingress: from; egress: to) in one family; a rule that
- * allows nothing (yet) keeps its set, empty, so its chain stays as it is. */
-function ruleSet(ix: ViewIndex, p: Policy, r: Rule, d: Direction, family: IpFamily, pod: PolicyPod, peersOf: PeersOf): SetSpec | 'everything' {
+/** What rule r of p allows `pod` (ingress: from; egress: to) in one family (a rule of no
+ * peers and no ports is no set: it allows everything); a rule that allows nothing (yet) keeps
+ * its set, empty, so its chain stays as it is. */
+function ruleSet(ix: ViewIndex, p: Policy, r: Rule, d: Direction, family: IpFamily, pod: PolicyPod, peersOf: PeersOf): SetSpec {
   const full: [bigint, bigint] = [0n, (1n << BigInt(familyBits(family))) - 1n];
   // Each peer as its address intervals and, for selector peers, the pods behind them (an
   // egress named port resolves on the destination pod).
@@ -150,7 +152,6 @@ function ruleSet(ix: ViewIndex, p: Policy, r: Rule, d: Direction, family: IpFami
         return [{ ranges: pods.flatMap((q) => addrsOf(q, family).map((v): [bigint, bigint] => [v, v])), pods }];
       });
   if (r.ports === 'all') {
-    if (r.peers === 'all') return 'everything';
     const ranges = mergeIntervals(peers.flatMap((x) => x.ranges));
     return { family, kind: 'addr', elements: ranges.map(([lo, hi]) => intervalText(family, lo, hi)).sort() };
   }
@@ -177,8 +178,19 @@ function box(lo: bigint, hi: bigint, m: PortMatch, [tlo, thi]: [number, number])
   return { lo, hi, plo: proto, phi: proto, tlo, thi };
 }
 
+/** A pod's addresses of one family, parsed once per pod object (a pass reads each many times). */
+const parsed = new WeakMap<PolicyPod, Record<IpFamily, bigint[]>>();
 function addrsOf(pod: PolicyPod, family: IpFamily): bigint[] {
-  return pod.ips.map((ip) => tryParseIp(ip)).filter((a) => a?.family === family).map((a) => a!.value);
+  let v = parsed.get(pod);
+  if (!v) {
+    v = { 4: [], 6: [] };
+    for (const ip of pod.ips) {
+      const a = tryParseIp(ip);
+      if (a) v[a.family].push(a.value);
+    }
+    parsed.set(pod, v);
+  }
+  return v[family];
 }
 
 function podsWithin(ix: ViewIndex, ranges: [bigint, bigint][], family: IpFamily): PolicyPod[] {

@@ -2,7 +2,7 @@
 // selected pods, a peer's pods, a pod by address, a namespace's labels, a node's addresses.
 import { tryParseIp } from '../ipam/ip.js';
 import { normalizePolicy, type Peer, type Policy } from './normalize.js';
-import { NAMESPACE_NAME_LABEL, type PolicyPod, type PolicyView } from './types.js';
+import { NAMESPACE_NAME_LABEL, type NetworkPolicy, type PolicyPod, type PolicyView } from './types.js';
 
 export class ViewIndex {
   readonly policies: Policy[];
@@ -12,7 +12,7 @@ export class ViewIndex {
   readonly pods: PolicyPod[];
 
   constructor(readonly view: PolicyView) {
-    this.policies = view.policies.map(normalizePolicy);
+    this.policies = view.policies.map(normalized);
     for (const ns of view.namespaces) this.nsLabels.set(ns.name, { ...ns.labels, [NAMESPACE_NAME_LABEL]: ns.name });
     this.pods = view.pods.filter(isPeerPod);
     for (const pod of this.pods) for (const ip of pod.ips) this.podByIp.set(canonical(ip), pod);
@@ -43,6 +43,14 @@ export class ViewIndex {
     const nsOk = peer.namespaces === 'own' ? pod.namespace === p.namespace : peer.namespaces.matches(this.namespaceLabels(pod.namespace));
     return nsOk && peer.pods.matches(pod.labels);
   }
+}
+
+/** normalizePolicy, once per policy object (a source hands out the same object until it changes). */
+const seen = new WeakMap<NetworkPolicy, Policy>();
+function normalized(np: NetworkPolicy): Policy {
+  let p = seen.get(np);
+  if (!p) seen.set(np, (p = normalizePolicy(np)));
+  return p;
 }
 
 /** Pods that count as pods for policy: with an address, not on the host network, not done
