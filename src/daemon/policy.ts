@@ -15,6 +15,10 @@ import { ViewIndex } from '../policy/view-index.js';
 import { allowCounter, compileRuleset, denyCounter, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
 import { emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../policy/ruleset.js';
 import { forwardVerdict } from '../policy/datapath.js';
+import { evaluate } from '../policy/evaluate.js';
+import { KnitError } from '../base/errors.js';
+import { familyOfText, type IpFamily } from '../ipam/ip.js';
+import type { PolicyAnswer, PolicyQuestion } from '../api/knit-service.js';
 import type { PolicySource } from '../policy/types.js';
 import type { ClusterSettings, NetworkPolicySettings } from '../config/index.js';
 import { nft, type PolicyAction } from './host-actions.js';
@@ -56,6 +60,8 @@ export class PolicyController {
   private readonly local = new Map<string, Local>();
   private kernel: KernelPolicy | undefined;
   private last: PolicyRuleset | undefined;
+  /** The view of the last pass, for ExplainPolicy. */
+  private index: ViewIndex | undefined;
   private running: Promise<void> = Promise.resolve();
   private pending = false;
   private timer: NodeJS.Timeout | undefined;
@@ -211,6 +217,7 @@ export class PolicyController {
       else this.reported.delete(p.key);
     }
     const rs = compileRuleset(ix, local);
+    this.index = ix;
     this.counterOf.clear();
     for (const p of ix.policies) {
       for (const direction of ['ingress', 'egress'] as const) {
@@ -262,7 +269,28 @@ export class PolicyController {
     src.replace?.(literal);
   }
 
-  /** For `knit policy explain` and the tests: the ruleset this node holds now. */
+  /** ExplainPolicy (`knit policy explain`): the oracle on the view of the last pass. */
+  explain = (q: PolicyQuestion): PolicyAnswer => {
+    const ix = this.index;
+    if (!ix) throw new KnitError('UNAVAILABLE', `no view of the cluster yet (${this.deps.source.description}: ${this.deps.source.state().detail})`);
+    const other = (e: PolicyQuestion['from']) => ('ip' in e ? familyOfText(e.ip) : undefined);
+    const ipOf = (e: PolicyQuestion['from'], field: 'from' | 'to', family?: IpFamily): string => {
+      if ('ip' in e) return e.ip;
+      const [namespace, name] = e.pod.split('/');
+      const pod = ix.view.pods.find((p) => p.namespace === namespace && p.name === name);
+      if (!pod) throw new KnitError('NOT_FOUND', `${field}: no pod ${e.pod} in this node's view of the cluster`, { field });
+      const ips = pod.hostNetwork ? pod.ips : pod.ips.filter((ip) => family === undefined || familyOfText(ip) === family);
+      if (!ips.length) throw new KnitError('NOT_FOUND', `${field}: pod ${e.pod} has no ${family ? `IPv${family} ` : ''}address yet`, { field });
+      return ips[0]!;
+    };
+    const fromIp = ipOf(q.from, 'from', other(q.to));
+    const toIp = ipOf(q.to, 'to', familyOfText(fromIp));
+    if (familyOfText(fromIp) !== familyOfText(toIp)) throw KnitError.invalid('to', `${toIp} is not of ${fromIp}'s family`);
+    const v = evaluate(ix, { src: fromIp, dst: toIp, protocol: q.protocol, ...(q.port !== undefined && { port: q.port }) });
+    return { allowed: v.allowed, fromIp, toIp, egress: v.egress, ingress: v.ingress };
+  };
+
+  /** For the tests: the ruleset this node holds now. */
   ruleset(): PolicyRuleset | undefined {
     return this.last;
   }

@@ -265,6 +265,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     deleteNetns: (idOrPath) => pinned.delete(idOrPath),
     claimNetns: (p, id) => pinned.claim(p, id),
     isPinned: (p) => pinned.isPinned(p),
+    ...(policy && { explainPolicy: policy.explain }),
   });
   const handoff = await startHandoffServer({
     socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,

@@ -38,7 +38,8 @@ ${waitFor ? `const w=()=>fs.existsSync('/sys/class/net/${waitFor}')?go():setImme
       reject(new Error(`udp flood from ${ns} printed ${out}`));
     }
   }));
-  return { started, stop: () => (child.kill('SIGTERM'), done) };
+  // Stopped only once it runs: a SIGTERM before its handler is set would lose its count.
+  return { started, stop: () => started.then(() => (child.kill('SIGTERM'), done)) };
 }
 
 /** A TCP connection from ns to host:port that sends a line every 50 ms and counts the echoes,
