@@ -88,6 +88,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
     beforeAdd: beforeCniAdd,
   });
   const metrics = new KnitMetrics();
+  // The DRA driver first, when configured (its modules load only then): the kubelet's sockets
+  // answer while the sandboxes are repaired and the cluster view is read, which after a kill -9
+  // on a node with pods, or with the API slow to list, take seconds (bench/README.md, "The DRA
+  // driver: memory and restart"). Its Unprepare waits for the sandbox service (wrap, below).
+  const draStarting = config.dra ? startDraDriver(config, runner, log, metrics, draPrepareFailpoint) : undefined;
+  draStarting?.catch(() => undefined); // awaited below; a failure fails the start there
   // A network that spans the cluster takes its subnet from the node list: the controller (and,
   // without a literal list, src/kube) exists only then, so `knit serve` alone loads neither.
   let cluster: ClusterController | undefined;
@@ -220,8 +226,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
-  // The DRA driver, only when configured: its modules (and the API client) load only then.
-  const dra = config.dra ? await startDraDriver(config, runner, log, metrics, draPrepareFailpoint) : undefined;
+  const dra = await draStarting;
   const service: SandboxService = dra ? dra.wrap(manager) : manager;
 
   // Sandboxes whose netns went while knit was down: their addresses are free before the API answers.
