@@ -258,3 +258,29 @@ test('Service traffic is judged on the backend pod after a DNAT like kube-proxy\
   t.is(tcpHello(c.ns, '10.96.7.7', 80), `from ${c.ip}`, 'y/c through the Service: allowed by a\'s policy');
   t.is(tcpHello(b.ns, '10.96.7.7', 80), '', 'x/b through the Service: denied, as to a itself');
 });
+
+test('kill -9 between the admit and the rest of the attach: the start-up repair takes the pod out of the table; a detach does too', async (t) => {
+  t.timeout(120_000);
+  const s = await setup(t, 'plr', '10.247.8.0/24', xOnlyFromY);
+  const c = await s.attach('y', 'c');
+  // Killed just before step 1: the admit (step 0) put x/a's address in the table.
+  const d = s.daemon();
+  await d.stop();
+  const dying = await d.restart({ KNIT_FAILPOINT: 'attach:1' });
+  s.setDaemon(dying);
+  const netns = makeNetns(t, s.P, 'xa0');
+  await t.throwsAsync(dying.call('Attach', runcAttachReq(`${s.P}x-a`, netns.path, { podNamespace: 'x', podName: 'a', extra: { interfaces: [{ name: 'eth0', ips: ['10.247.8.77/24'] }] } })));
+  await dying.exited;
+  t.deepEqual(Object.keys(policyTableJson(s.node, s.table).maps.in4!), ['10.247.8.77'], 'the admit ran: the address was isolated before the kill');
+  const back = await dying.restart();
+  s.setDaemon(back);
+  await eventually(() => !Object.keys(policyTableJson(s.node, s.table).maps.in4!).includes('10.247.8.77'), 'the repair took the address out of the map', 30_000);
+  t.deepEqual((await back.call('List', {})).sandboxes.map((x: any) => x.request.sandbox_id), [c.id], 'the attach was rolled back');
+  // An attached pod that is detached leaves the table the same way.
+  const a = await s.attach('x', 'a');
+  t.deepEqual(Object.keys(policyTableJson(s.node, s.table).maps.in4!), [a.ip]);
+  await back.call('Detach', { sandbox_id: a.id });
+  t.deepEqual(policyTableJson(s.node, s.table).maps.in4, {}, 'detached: out of the map');
+  const self = JSON.parse(sh(s.node, '/usr/sbin/nft', '-j', 'list', 'set', 'inet', s.table, 'self4')).nftables.find((o: any) => o.set).set.elem ?? [];
+  t.deepEqual(self.map((e: any) => e.concat[0]), [c.ip], 'and out of the self set');
+});
