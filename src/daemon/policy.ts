@@ -10,8 +10,7 @@ import { execFile } from 'node:child_process';
 import type { SandboxRecord } from '../core/record.js';
 import type { PolicyAdmitAction } from '../base/ops.js';
 import { policyTable } from '../base/names.js';
-import { canonical } from '../policy/view-index.js';
-import { ViewIndex } from '../policy/view-index.js';
+import { canonical, ViewIndex } from '../policy/view-index.js';
 import { allowCounter, compileRuleset, denyCounter, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
 import { emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../policy/ruleset.js';
 import { forwardVerdict } from '../policy/datapath.js';
@@ -45,7 +44,18 @@ export async function openPolicySource(settings: NetworkPolicySettings, cluster:
     return new LiteralPolicies(settings.literal);
   }
   const { KubePolicies } = await import('./kube-policy.js');
-  return KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log);
+  try {
+    return await KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log);
+  } catch (err) {
+    // No kubeconfig, no ServiceAccount: knit still serves, keeps the table it finds, and
+    // isolates the pods that come (fail closed) rather than exit in a crash loop.
+    const why = (err as Error).message;
+    log.error({ err: why }, 'NetworkPolicy cannot reach the Kubernetes API; the table stays as it is and new pods are isolated');
+    return {
+      description: 'the Kubernetes API', start() {}, async stop() {}, onChange() {}, synced: () => false,
+      state: () => ({ state: 'unreachable', detail: why }), view: () => ({ policies: [], namespaces: [], pods: [] }), pod: async () => 'unknown',
+    };
+  }
 }
 
 export interface PolicyDeps {

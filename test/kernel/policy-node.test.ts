@@ -284,3 +284,28 @@ test('kill -9 between the admit and the rest of the attach: the start-up repair 
   const self = JSON.parse(sh(s.node, '/usr/sbin/nft', '-j', 'list', 'set', 'inet', s.table, 'self4')).nftables.find((o: any) => o.set).set.elem ?? [];
   t.deepEqual(self.map((e: any) => e.concat[0]), [c.ip], 'and out of the self set');
 });
+
+test('no way to the API (no kubeconfig, not in a pod): knit serves, and the pods that come are isolated both ways (fail closed)', async (t) => {
+  t.timeout(120_000);
+  const P = uniquePrefix('plu');
+  const node = makeNetns(t, P, 'node').name;
+  sh(node, 'ip', 'link', 'set', 'lo', 'up');
+  const o = { prefix: P.replace(/-/g, ''), subnet: '10.247.10.0/24', netns: node, config: { networkPolicy: {} }, env: { KUBECONFIG: '', KUBERNETES_SERVICE_HOST: '' } };
+  const d = await startDaemon(o);
+  t.teardown(() => cleanupDaemon(d, o));
+  t.true(d.logs.some((l) => l.includes('NetworkPolicy cannot reach the Kubernetes API')));
+  const pods: { ns: string; ip: string }[] = [];
+  for (const name of ['a', 'b']) {
+    const ns = makeNetns(t, P, name);
+    const r = (await d.call('Attach', runcAttachReq(`${P}${name}`, ns.path, { podNamespace: 'x', podName: name }))).result;
+    pods.push({ ns: ns.name, ip: r.ips[0].address.split('/')[0] });
+  }
+  await listening(tcpServer(t, pods[0]!.ns, 8080));
+  await listening(tcpServer(t, pods[1]!.ns, 8080));
+  t.is(tcpHello(pods[1]!.ns, pods[0]!.ip, 8080), '', 'b → a: denied');
+  t.is(tcpHello(pods[0]!.ns, pods[1]!.ip, 8080), '', 'a → b: denied');
+  const tj = policyTableJson(node, `knit-${o.prefix}-policy`);
+  t.deepEqual(Object.keys(tj.maps.in4!).sort(), pods.map((p) => p.ip).sort());
+  t.deepEqual(Object.keys(tj.maps.out4!).sort(), pods.map((p) => p.ip).sort());
+  t.true((await d.call('NodeStatus', {})).ready, 'the node serves');
+});
