@@ -61,9 +61,10 @@ export function tcpEchoStream(t: Pick<ExecutionContext, 'teardown'>, ns: string,
   return { echoed: () => echoes, sent: () => sent, broke: () => broke, pause: () => void child.kill('SIGUSR1'), stop: () => void child.kill('SIGKILL') };
 }
 
-/** nft -j list of knit's policy table in ns: named counters' packets by name. */
-export function policyCounters(ns: string, table: string): Record<string, number> {
-  const out = JSON.parse(execFileSync('ip', ['netns', 'exec', ns, '/usr/sbin/nft', '-j', 'list', 'counters', 'table', 'inet', table], { encoding: 'utf8' }));
+/** nft -j list of knit's policy table in ns (undefined: this netns): named counters' packets by name. */
+export function policyCounters(ns: string | undefined, table: string): Record<string, number> {
+  const argv = ['/usr/sbin/nft', '-j', 'list', 'counters', 'table', 'inet', table];
+  const out = JSON.parse(ns ? execFileSync('ip', ['netns', 'exec', ns, ...argv], { encoding: 'utf8' }) : execFileSync(argv[0]!, argv.slice(1), { encoding: 'utf8' }));
   return Object.fromEntries(out.nftables.filter((x: any) => x.counter).map((x: any) => [x.counter.name, x.counter.packets]));
 }
 
