@@ -3,7 +3,8 @@
 // their entries go (src/daemon/policy.ts), and what the unit tests compare with the oracle.
 // Replies are not judged here: the base chain accepts them before any of this.
 import { formatIp, tryParseIp, type IpFamily } from '../ipam/ip.js';
-import type { PolicyRuleset } from './compile.js';
+import type { PolicyRuleset, SetSpec } from './compile.js';
+import type { Box } from './boxes.js';
 
 function interval(text: string): [bigint, bigint] {
   if (text.includes('/')) {
@@ -21,6 +22,23 @@ const nums = (text: string): [number, number] => {
   const [a, b] = text.split('-');
   return [Number(a), Number(b ?? a)];
 };
+
+/** A set's elements as numbers, parsed once per set (a conntrack sweep asks many times). */
+const parsedSets = new WeakMap<SetSpec, Box[]>();
+function boxesOf(set: SetSpec): Box[] {
+  let boxes = parsedSets.get(set);
+  if (!boxes) {
+    boxes = set.elements.map((e) => {
+      const parts = e.split(' . ');
+      const [lo, hi] = interval(parts[0]!);
+      const [plo, phi] = set.kind === 'addr' ? [0, 255] : nums(parts[1]!);
+      const [tlo, thi] = set.kind === 'addr' ? [0, 65535] : nums(parts[2]!);
+      return { lo, hi, plo, phi, tlo, thi };
+    });
+    parsedSets.set(set, boxes);
+  }
+  return boxes;
+}
 
 export interface Packet {
   src: string;
@@ -43,14 +61,10 @@ export function forwardVerdict(rs: PolicyRuleset, pkt: Packet): 'accept' | 'drop
     const allowed = chain.rules.some((r) => {
       if (!r.set) return true;
       const set = rs.sets.get(r.set)!;
-      return set.elements.some((e) => {
-        const parts = e.split(' . ');
-        const [lo, hi] = interval(parts[0]!);
-        if (peer < lo || peer > hi) return false;
+      return boxesOf(set).some((b) => {
+        if (peer < b.lo || peer > b.hi) return false;
         if (set.kind === 'addr') return true;
-        const [plo, phi] = nums(parts[1]!);
-        const [tlo, thi] = nums(parts[2]!);
-        return pkt.proto >= plo && pkt.proto <= phi && pkt.dport !== undefined && pkt.dport >= tlo && pkt.dport <= thi;
+        return pkt.proto >= b.plo && pkt.proto <= b.phi && pkt.dport !== undefined && pkt.dport >= b.tlo && pkt.dport <= b.thi;
       });
     });
     if (!allowed) return 'drop';
