@@ -6,6 +6,8 @@
 import test from 'ava';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { knitShimConf } from '../helpers/cni.js';
 import { startDaemon, cleanupDaemon, eventually, runcAttachReq, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { sh, tcpServer, listening, tcpHello, until } from '../helpers/cluster-fabric.js';
@@ -308,4 +310,26 @@ test('no way to the API (no kubeconfig, not in a pod): knit serves, and the pods
   t.deepEqual(Object.keys(tj.maps.in4!).sort(), pods.map((p) => p.ip).sort());
   t.deepEqual(Object.keys(tj.maps.out4!).sort(), pods.map((p) => p.ip).sort());
   t.true((await d.call('NodeStatus', {})).ready, 'the node serves');
+});
+
+test('through the CNI: knit-cni exec\'d as a runtime does, K8S_POD_NAMESPACE and K8S_POD_NAME in CNI_ARGS: the pod is admitted first and isolated as its policy says', async (t) => {
+  t.timeout(120_000);
+  const s = await setup(t, 'plcn', '10.247.12.0/24', xOnlyFromY);
+  const b = await s.attach('x', 'b');
+  const c = await s.attach('y', 'c');
+  const ns = makeNetns(t, s.P, 'cnia');
+  const id = `${s.P}cni-a`;
+  const shim = spawnSync(path.resolve('build', 'native', 'knit-cni'), [], {
+    input: JSON.stringify(knitShimConf(s.P.replace(/-/g, ''), s.daemon().dir)),
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: id, CNI_NETNS: ns.path, CNI_IFNAME: 'eth0', CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=x;K8S_POD_NAME=a;K8S_POD_UID=u-${id}`, CNI_PATH: '/usr/lib/cni' },
+  });
+  t.is(shim.status, 0, shim.stdout);
+  const ip = JSON.parse(shim.stdout).ips[0].address.split('/')[0];
+  await listening(tcpServer(t, ns.name, 8080));
+  t.is(tcpHello(c.ns, ip, 8080), `from ${c.ip}`, 'y/c reaches x/a (added through the CNI)');
+  t.is(tcpHello(b.ns, ip, 8080), '', 'x/b does not');
+  const record = JSON.parse(readFileSync(`${s.daemon().dir}/run/sandboxes/${id}.json`, 'utf8'));
+  t.like(record.steps[0].do, { op: 'policy.admit', namespace: 'x', name: 'a', ips: [ip] });
+  t.teardown(() => s.daemon().call('Detach', { sandbox_id: id }).then(() => undefined, () => undefined));
 });
