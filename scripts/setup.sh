@@ -14,7 +14,8 @@ APT_PACKAGES=(
   iproute2 runc busybox-static nftables iptables iputils-ping strace containernetworking-plugins
   cmake ninja-build g++ make python3 qemu-system-x86
   util-linux   # nsenter: the QEMU fixture starts the guest inside a netns with it
-  conntrack    # host ports: knit flushes a mapping's stale conntrack entries with conntrack -D
+  conntrack    # host ports: knit flushes a mapping's stale conntrack entries with conntrack -D; NetworkPolicy those of flows it now denies
+  tcpdump      # NetworkPolicy with VM runtimes: what reaches a pod's eth0, seen before tc (test/kernel/policy-vm.test.ts)
   dpkg apt     # apt-get download + dpkg-deb -x: the QEMU fixture's kernel and modules
   xz-utils zstd # kernel modules may ship compressed
   file         # tests check what the guest image files are

@@ -8,6 +8,7 @@ import { toServiceError } from './status.js';
 import { refuseMalformed } from './request-guard.js';
 import { KnitError, renameField } from '../base/errors.js';
 import { RUNTIME_KINDS } from '../base/runtime-kinds.js';
+import { tryParseIp } from '../ipam/ip.js';
 import {
   validateAddInterface,
   validateAttach,
@@ -36,13 +37,48 @@ export interface VersionInfo {
   supportedCniVersions: string[];
 }
 
+/** ExplainPolicy, checked: each end a pod ("namespace/name") or an address. */
+export interface PolicyQuestion {
+  from: { pod: string } | { ip: string };
+  to: { pod: string } | { ip: string };
+  protocol: 'TCP' | 'UDP' | 'SCTP' | number;
+  port?: number;
+}
+
+export interface PolicyAnswer {
+  allowed: boolean;
+  fromIp: string;
+  toIp: string;
+  egress: { pod?: string; allowed: boolean; selecting: string[]; allowedBy: { policy: string; rule: number }[]; why: string };
+  ingress: PolicyAnswer['egress'];
+}
+
+function policyQuestion(req: Req): PolicyQuestion {
+  const end = (field: 'from' | 'to') => {
+    const v = String(req[field] ?? '');
+    if (tryParseIp(v)) return { ip: v };
+    if (/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(v)) return { pod: v };
+    throw KnitError.invalid(field, `${JSON.stringify(v.slice(0, 64))} is neither namespace/pod nor an IP address`);
+  };
+  const proto = String(req.protocol || 'TCP').toUpperCase();
+  let protocol: PolicyQuestion['protocol'];
+  if (proto === 'TCP' || proto === 'UDP' || proto === 'SCTP') protocol = proto;
+  else if (/^\d{1,3}$/.test(proto) && Number(proto) <= 255) protocol = Number(proto);
+  else throw KnitError.invalid('protocol', `${JSON.stringify(proto.slice(0, 16))} is not TCP, UDP, SCTP or a protocol number`);
+  const port = Number(req.port ?? 0);
+  if (typeof protocol === 'string' && (port < 1 || port > 65535)) throw KnitError.invalid('port', `${protocol} needs a port (1-65535), not ${port}`);
+  return { from: end('from'), to: end('to'), protocol, ...(typeof protocol === 'string' && { port }) };
+}
+
+const sideToWire = (s: PolicyAnswer['egress']) => ({ pod: s.pod ?? '', allowed: s.allowed, selecting: s.selecting, allowed_by: s.allowedBy, why: s.why });
+
 // A watcher that stops reading must not make the daemon buffer events without bound.
 const WATCH_MAX_BUFFERED = 10_000;
 
 // The decoded request shapes are checked by validate.ts; here they are just records.
 type Req = Record<string, unknown>;
 
-export function knitHandlers(service: SandboxService, log: Logger, version: VersionInfo): UntypedServiceImplementation {
+export function knitHandlers(service: SandboxService, log: Logger, version: VersionInfo, explainPolicy?: (q: PolicyQuestion) => PolicyAnswer): UntypedServiceImplementation {
   const call = <T>(rpc: string, fn: (req: Req) => Promise<T>) => unary<Req, T>(rpc, log, fn);
 
   return {
@@ -88,6 +124,13 @@ export function knitHandlers(service: SandboxService, log: Logger, version: Vers
     }),
 
     Watch: (stream: ServerWritableStream<Req, unknown>) => watch(service, log, stream),
+
+    ExplainPolicy: call('ExplainPolicy', async (req) => {
+      const q = policyQuestion(req);
+      if (!explainPolicy) throw new KnitError('FAILED_PRECONDITION', 'NetworkPolicy is not on in this knit\'s config (networkPolicy)');
+      const a = explainPolicy(q);
+      return { allowed: a.allowed, from_ip: a.fromIp, to_ip: a.toIp, egress: sideToWire(a.egress), ingress: sideToWire(a.ingress) };
+    }),
 
     Plan: call('Plan', async (req) => {
       if (req.add_interface && req.attach) throw KnitError.invalid('add_interface', 'give attach or add_interface, not both');

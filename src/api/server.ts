@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { SandboxService } from '../base/types.js';
 import { kniHandlers } from './kni.js';
 import { clearStaleSocket, trackConnections } from './tracked-server.js';
-import { knitHandlers, packageVersion } from './knit-service.js';
+import { knitHandlers, packageVersion, type PolicyAnswer, type PolicyQuestion } from './knit-service.js';
 import { silentLogger, type Logger } from './logger.js';
 import { makePeerGate, type PeerCredFn } from './peer-gate.js';
 import { kniProto, knitProto, loadedMessageTypes } from './proto.js';
@@ -37,6 +37,8 @@ export interface ApiServerOptions {
   defaultNetnsDir?: string;
   /** CNI versions the daemon answers Version with. Default ["1.0.0", "1.1.0"]. */
   supportedCniVersions?: string[];
+  /** ExplainPolicy: NetworkPolicy's verdict on a flow (src/daemon/policy.ts). Absent: policy is off. */
+  explainPolicy?: (q: PolicyQuestion) => PolicyAnswer;
 }
 
 export interface ApiServer {
@@ -68,7 +70,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     knitHandlers(opts.service, log, {
       version: packageVersion(),
       supportedCniVersions: opts.supportedCniVersions ?? ['1.0.0', '1.1.0'],
-    }),
+    }, opts.explainPolicy),
   );
   server.addService(
     guardService(kniService, types),

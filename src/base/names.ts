@@ -117,3 +117,8 @@ export function vtepMac(nodeName: string, network: string): string {
 export function clusterNatTable(): string {
   return `${instance}-cluster`;
 }
+
+/** This knit's nftables table (family inet) that enforces NetworkPolicy (docs/network-policy.md). */
+export function policyTable(): string {
+  return `${instance}-policy`;
+}

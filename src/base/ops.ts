@@ -321,8 +321,16 @@ export interface ConntrackFlushAction { op: 'conntrack.flush'; family: 4 | 6; pr
  * table of this knit still holds a chain named `guardChain` (another sandbox still needs it). */
 export interface LocalnetRestoreAction { op: 'localnet.restore'; device: string; value: string; guardChain: string; ignoreMissing?: boolean }
 
+/** A pod's addresses into knit's NetworkPolicy table before its interface exists, isolated
+ * as the policies that select it say (docs/network-policy.md, "Isolated from the first
+ * packet"); undone by policy.release. Run by the daemon's policy controller. */
+export interface PolicyAdmitAction { op: 'policy.admit'; sandboxId: string; namespace: string; name: string; ips: string[] }
+/** The pod's addresses out of the policy table (as a peer too). Finding nothing is success. */
+export interface PolicyReleaseAction { op: 'policy.release'; sandboxId: string; ignoreMissing?: boolean }
+
 export type HostAction =
-  | NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction | CniChainAction | ConntrackFlushAction | LocalnetRestoreAction;
+  | NftApplyAction | NftDeleteAction | FileWriteAction | FileRemoveAction | DeviceAction | CniChainAction | ConntrackFlushAction | LocalnetRestoreAction
+  | PolicyAdmitAction | PolicyReleaseAction;
 
 // ---- what ops return -------------------------------------------------------------------
 

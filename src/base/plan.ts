@@ -30,11 +30,11 @@ export interface Step {
 
 export const isHostAction = (a: StepAction): a is HostAction =>
   a.op === 'nft.apply' || a.op === 'nft.delete' || a.op === 'file.write' || a.op === 'file.remove' || a.op === 'cni.add' || a.op === 'cni.del' ||
-  a.op === 'conntrack.flush' || a.op === 'localnet.restore' || DEVICE_ACTION_OPS.has(a.op);
+  a.op === 'conntrack.flush' || a.op === 'localnet.restore' || a.op === 'policy.admit' || a.op === 'policy.release' || DEVICE_ACTION_OPS.has(a.op);
 
 /** Marks an inverse as tolerant: inverses run after crashes and after a netns died, when the
  * object may already be gone; every action that can find nothing accepts ignoreMissing. */
 export function tolerant<A extends StepAction>(a: A): A {
-  const canTolerate = a.op.endsWith('.del') || a.op === 'link.set' || a.op === 'nft.delete' || a.op === 'file.remove' || a.op === 'cni.del' || a.op === 'localnet.restore';
+  const canTolerate = a.op.endsWith('.del') || a.op === 'link.set' || a.op === 'nft.delete' || a.op === 'file.remove' || a.op === 'cni.del' || a.op === 'localnet.restore' || a.op === 'policy.release';
   return canTolerate ? { ...a, ignoreMissing: true } : a;
 }

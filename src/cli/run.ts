@@ -9,10 +9,11 @@ import { CliError, Exit, usageError } from './exit.js';
 import { attach, attachIf, plan } from './commands/attach.js';
 import { check, detach, detachIf, list, query } from './commands/sandbox.js';
 import { gc, status, version, watch } from './commands/node.js';
+import { policy } from './commands/policy.js';
 import { serveCommand } from './commands/serve.js';
 import { installCniCommand, uninstallCniCommand } from './commands/install-cni.js';
 
-export const commands: Command[] = [serveCommand, attach, detach, attachIf, detachIf, query, check, list, status, gc, plan, watch, version, installCniCommand, uninstallCniCommand];
+export const commands: Command[] = [serveCommand, attach, detach, attachIf, detachIf, query, check, list, status, gc, plan, watch, version, policy, installCniCommand, uninstallCniCommand];
 
 const common: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } };
 const remoteOptions: Record<string, OptionSpec> = { socket: { type: 'string' }, timeout: { type: 'string' } };

@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
+import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetworkPolicy, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
 import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
@@ -88,18 +88,24 @@ export interface KnitConfig {
   networks: NetworkConfig[];
   /** The DRA driver (schema.ts); absent: off. */
   dra?: DraSettings;
+  /** NetworkPolicy (schema.ts); absent: off. `networks` filled in (default: the default network). */
+  networkPolicy?: NetworkPolicySettings;
 }
+
+export type NetworkPolicySettings = Omit<RawNetworkPolicy, 'networks'> & { networks: string[] };
 
 export type DraSettings = RawDra;
 
 export function resolveConfig(raw: RawConfig): KnitConfig {
-  const { defaultNetwork, metricsAddress, networks, cluster, dra, ...rest } = raw;
+  const { defaultNetwork, metricsAddress, networks, cluster, dra, networkPolicy, ...rest } = raw;
+  const dflt = defaultNetwork ?? networks[0].name;
   return {
     ...rest,
+    ...(networkPolicy && { networkPolicy: { ...networkPolicy, networks: networkPolicy.networks ?? [dflt] } }),
     ...(metricsAddress !== undefined && { metricsAddress }),
     ...(cluster && { cluster: resolveCluster(cluster) }),
     ...(dra !== undefined && { dra }),
-    defaultNetwork: defaultNetwork ?? networks[0].name,
+    defaultNetwork: dflt,
     networks: networks.map(resolveNetwork),
   };
 }

@@ -190,6 +190,44 @@ const draSchema = z.strictObject({
   publishSlices: z.boolean().default(true),
 });
 
+const k8sName = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS subdomain (a Kubernetes object name)');
+const labels = z.record(z.string().min(1).max(317), z.string().max(63));
+
+/** A pod as the literal source gives it (the fields policy reads of a Pod). */
+const literalPodSchema = z.strictObject({
+  namespace: k8sName,
+  name: k8sName,
+  labels: labels.default({}),
+  /** status.podIPs; a pod of this node takes the addresses knit gave it instead. */
+  ips: z.array(ipText).max(2).default([]),
+  node: k8sName.optional(),
+  hostNetwork: z.boolean().default(false),
+  /** Named container ports (what a named policy port resolves to). */
+  ports: z.array(z.strictObject({ name: z.string().min(1).max(15), port: z.number().int().min(1).max(65535), protocol: z.enum(['TCP', 'UDP', 'SCTP']).default('TCP') })).default([]),
+});
+
+/** NetworkPolicy enforced by knit (docs/network-policy.md). Off unless this block is present;
+ * its code (and, with the API as source, src/kube) is loaded only then. */
+const networkPolicySchema = z.strictObject({
+  /** The networks whose pods (by their default interface) policy applies to. Default: the
+   * default network. bridge and routed networks only: a CNI chain's addresses are not knit's. */
+  networks: z.array(z.string().min(1)).min(1).optional(),
+  /** A kubeconfig for the API (Pods, Namespaces, NetworkPolicies). Default: cluster.kubeconfig,
+   * $KUBECONFIG, else the pod's ServiceAccount. */
+  kubeconfig: absolutePath.optional(),
+  /** The cluster's pods, namespaces and policies, literally: with it knit never asks the API
+   * (tests, and trying policy without Kubernetes). A config reload applies a new list. */
+  literal: z
+    .strictObject({
+      namespaces: z.record(k8sName, z.strictObject({ labels: labels.default({}) })).default({}),
+      pods: z.array(literalPodSchema).default([]),
+      /** networking.k8s.io/v1 NetworkPolicy objects as the API serves them; what knit cannot
+       * read is reported and fails closed (docs/network-policy.md). */
+      policies: z.array(z.strictObject({ metadata: z.strictObject({ name: k8sName, namespace: k8sName }).passthrough(), spec: z.record(z.string(), z.unknown()) }).passthrough()).default([]),
+    })
+    .optional(),
+});
+
 export const configSchema = z.strictObject({
   socket: absolutePath.default('/run/knit/knit.sock'),
   /** Sandbox records live here (tmpfs): they describe kernel state that a reboot erases. */
@@ -243,6 +281,8 @@ export const configSchema = z.strictObject({
   /** knit as a Kubernetes DRA driver for NICs (src/dra, README "Devices through DRA"): off
    * unless this block is present, and then loaded only then (a node without it pays nothing). */
   dra: draSchema.optional(),
+  /** NetworkPolicy (docs/network-policy.md): off unless present. */
+  networkPolicy: networkPolicySchema.optional(),
   // The default goes through the schema, so its own defaults (mtu, routes...) apply.
   networks: z.array(networkSchema).min(1).default(() => [{ name: 'knit0', mode: 'bridge' as const, bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });
@@ -253,3 +293,4 @@ export type RawPool = z.output<typeof poolSchema>;
 export type RawCni = z.output<typeof cniSchema>;
 export type RawCluster = z.output<typeof clusterSchema>;
 export type RawDra = z.output<typeof draSchema>;
+export type RawNetworkPolicy = z.output<typeof networkPolicySchema>;

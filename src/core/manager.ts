@@ -4,6 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { Op, OpResult } from '../base/ops.js';
 import type { InterfacePart, NetworkSpec, PrepareContext, Strategy } from '../base/strategy.js';
+import type { Step } from '../base/plan.js';
 import { KnitError, CniCode, asKnitError, quote } from '../base/errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runSteps, undoSteps, StepFailed, planRunError } from './executor.js';
@@ -240,8 +241,25 @@ export class SandboxManager implements SandboxService {
   private async buildPlan(strategy: Strategy, req: AttachRequest, networks: NetworkSpec[], allocations: InterfaceAllocation[], ctx: PrepareContext) {
     const dflt = defaultRouteIndex(req.interfaces);
     const { steps, parts } = await planInterfaces(strategy, req, req.interfaces.map((_, i) => i), networks, allocations, ctx, dflt);
+    // The pod is in the policy table before its first interface exists: isolated from its first packet.
+    const admit = this.policyAdmit(req, networks[dflt], allocations[dflt]);
+    if (admit) steps.unshift(admit);
     if (publishesHostPorts(req, networks[dflt])) steps.push(...(await this.planHostPorts(req, networks[dflt], allocations[dflt], parts[dflt])));
     return { steps, parts, result: composeResult(req, parts, req.interfaces[dflt].name) };
+  }
+
+  /** The NetworkPolicy step of a Kubernetes pod (it has a namespace and a name) whose default
+   * interface is on an enforced network with addresses of knit's: the pod's addresses into
+   * the policy table, undone by taking them out (docs/network-policy.md). */
+  private policyAdmit(req: AttachRequest, network: NetworkSpec, allocation: InterfaceAllocation): Step | undefined {
+    const ips = allocation.addresses.map((a) => a.address);
+    if (!this.deps.policy?.enforces(network.name) || !req.podNamespace || !req.podName || !ips.length) return undefined;
+    return {
+      description: `NetworkPolicy for pod ${req.podNamespace}/${req.podName} (${ips.join(', ')}) in place before its interface exists`,
+      do: { op: 'policy.admit', sandboxId: req.sandboxId, namespace: req.podNamespace, name: req.podName, ips },
+      undo: { op: 'policy.release', sandboxId: req.sandboxId, ignoreMissing: true },
+      iface: allocation.ifname,
+    };
   }
 
   /** Host ports go to the addresses of the interface with the default route (the one a CNI

@@ -107,6 +107,13 @@ export interface ManagerDeps {
   conditions?: () => Promise<string[]>;
   /** A network that spans the cluster: the node's view (src/daemon/cluster.ts). */
   cluster?: ClusterPort;
+  /** NetworkPolicy, when the config turns it on: which networks it is enforced on. */
+  policy?: PolicyPort;
+}
+
+export interface PolicyPort {
+  /** Whether a pod whose default interface is on this network is subject to NetworkPolicy. */
+  enforces(network: string): boolean;
 }
 
 export interface ClusterPort {

@@ -24,16 +24,19 @@ export interface InterfaceAllocation {
  * format 1 cannot run.
  * 3: a plan may hold bandwidth steps (a tbf qdisc, an ifb link) that a knit of format 2 cannot
  * run.
+ * 4: a plan may hold NetworkPolicy steps (policy.admit, policy.release) that a knit of format 3
+ * cannot run.
  * (A pod end made under a name of its own and a link.evict need no new format: they are attach
  * steps without inverses, and an older knit undoes and retires such a plan correctly.) */
-export const SANDBOX_RECORD_VERSION = 3;
+export const SANDBOX_RECORD_VERSION = 4;
 
-export type RecordVersion = 1 | 2 | 3;
+export type RecordVersion = 1 | 2 | 3 | 4;
 
 function versionOf(a: Step['do'] | undefined): RecordVersion {
   if (a?.op === 'conntrack.flush' || a?.op === 'localnet.restore') return 2;
   if ((a?.op === 'qdisc.add' || a?.op === 'qdisc.del') && a.kind === 'tbf') return 3;
   if (a?.op === 'link.add' && a.kind === 'ifb') return 3;
+  if (a?.op === 'policy.admit' || a?.op === 'policy.release') return 4;
   return 1;
 }
 

@@ -9,7 +9,7 @@
 import type { HostAction, Op, OpResult, ResultsOf } from '../base/ops.js';
 import { NetHandle, runInNetns } from '../net/handle.js';
 import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
-import { ownHostPortTables, runHostAction } from './host-actions.js';
+import { isPolicyAction, ownHostPortTables, runHostAction, type PolicyAction } from './host-actions.js';
 import type { CniHooks } from '../cni-exec/action.js';
 
 /** Host sockets kept open. A socket serves one batch at a time, and a batch can hold it for an
@@ -20,6 +20,10 @@ const HOST_SOCKETS = 4;
 
 export class DaemonActionRunner {
   private readonly hosts: NetHandle[] = [];
+  /** The NetworkPolicy controller, when the config turns it on (src/daemon/policy.ts). Without
+   * one, a release finds nothing to do (a start-up repair of a record made while policy was
+   * on) and an admit is refused. */
+  policy?: (action: PolicyAction) => Promise<void>;
 
   /** cni: where CNI plugins' stderr goes (knit's log, with the sandbox id), and the crash
    * tests' failpoint inside a chain. */
@@ -40,6 +44,11 @@ export class DaemonActionRunner {
   }
 
   runHostAction(netns: string | undefined, action: HostAction): Promise<OpResult | void> {
+    if (isPolicyAction(action)) {
+      if (this.policy) return this.policy(action);
+      if (action.op === 'policy.release') return Promise.resolve();
+      return Promise.reject(new Error(`${action.op} of ${action.namespace}/${action.name}: NetworkPolicy is not on in this knit's config`));
+    }
     return runHostAction(netns, action, (ns, ops) => this.runOps(ns, ops), this.cni);
   }
 

@@ -4,7 +4,7 @@
 // (conntrack(8)) and giving a device's route_localnet back.
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import type { ConntrackFlushAction, HostAction, LocalnetRestoreAction, OpResult } from '../base/ops.js';
+import type { ConntrackFlushAction, HostAction, LocalnetRestoreAction, OpResult, PolicyAdmitAction, PolicyReleaseAction } from '../base/ops.js';
 import { removeOwnedFile, writeOwnedFile } from './owned-files.js';
 import type { DeviceActionEnv } from '../devices/actions.js';
 import { runDeviceAction } from '../../runtimes/with-devices/gate.js';
@@ -21,7 +21,7 @@ function nftCommand(netns: string | undefined, args: string[]): [string, string[
   return netns ? [NSENTER, [`--net=${netns}`, NFT, ...args]] : [NFT, args];
 }
 
-async function nft(netns: string | undefined, args: string[], input?: string): Promise<string> {
+export async function nft(netns: string | undefined, args: string[], input?: string): Promise<string> {
   const [cmd, argv] = nftCommand(netns, args);
   return new Promise<string>((resolve, reject) => {
     const child = execFile(cmd, argv, { maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
@@ -67,6 +67,10 @@ async function restoreLocalnet(a: LocalnetRestoreAction): Promise<void> {
   }
 }
 
+/** The actions the policy controller carries out (src/daemon/policy.ts), not this file. */
+export type PolicyAction = PolicyAdmitAction | PolicyReleaseAction;
+export const isPolicyAction = (a: HostAction): a is PolicyAction => a.op === 'policy.admit' || a.op === 'policy.release';
+
 /** runOps: the netlink batches a device action sends, through the caller's sockets (the
  * daemon's host sockets, a pod netns socket per batch). */
 export async function runHostAction(netns: string | undefined, a: HostAction, runOps: DeviceActionEnv['runOps'], cni?: CniHooks): Promise<OpResult | void> {
@@ -93,6 +97,9 @@ export async function runHostAction(netns: string | undefined, a: HostAction, ru
       return writeOwnedFile(a);
     case 'file.remove':
       return removeOwnedFile(a);
+    case 'policy.admit':
+    case 'policy.release':
+      throw new Error(`${a.op} is carried out by the policy controller (DaemonActionRunner.policy)`);
     default:
       // SR-IOV / VFIO / RDMA device actions (src/devices/actions.ts), loaded on the first one.
       return runDeviceAction(netns, a, runOps);

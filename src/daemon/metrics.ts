@@ -32,6 +32,13 @@ export class KnitMetrics {
   readonly draRegistrations = new Counter('knit_dra_registrations_total', 'The kubelet\'s NotifyRegistrationStatus calls to the DRA plugin, by outcome (registered "true" or "false").', ['registered']);
   readonly dhcpFrames = new Counter('knit_dhcp_frames_total', 'Frames knit\'s DHCP/RA responders read from KubeVirt guest taps, by result (answered, received, ignored, dropped) and detail (the answer\'s kind, the message taken without one: release, decline; or why not: foreign-mac, truncated, oversized, bad-header, bad-checksum, bad-message, over-budget, not-for-us, ...).', ['result', 'detail']);
   readonly dhcpResponders = new Gauge('knit_dhcp_responders', 'Guest taps knit answers DHCP and router solicitations on.');
+  readonly policyPackets = new Gauge('knit_policy_packets', 'Packets of this node\'s isolated pods by NetworkPolicy, direction (ingress, egress) and verdict: allowed by one of its rules, or denied (no rule of the policies that select the pod allowed it; counted against each of them). nft\'s own counters, read at the scrape; a policy made anew starts again from 0.', ['policy', 'direction', 'verdict']);
+  readonly policyProblems = new Gauge('knit_policy_problems', 'NetworkPolicies knit cannot express (each fails closed: its pods isolated, none of its rules applied), with the number of problems found.', ['policy']);
+  readonly policyIsolated = new Gauge('knit_policy_isolated_addresses', 'Addresses of this node\'s pods isolated by NetworkPolicy, by direction.', ['direction']);
+  readonly policySourceState = new Gauge('knit_policy_source_state', '1 for the state the NetworkPolicy view is in (starting, synced, unreachable), 0 for the others.', ['state']);
+  readonly policyApplySeconds = new Histogram('knit_policy_apply_duration_seconds', 'From a change of the NetworkPolicy view (a policy, a pod, a namespace, a pod of this node) to the kernel holding the table that follows from it.', LATENCY_BUCKETS, ['outcome']);
+  /** Read before each scrape (series whose values live in the kernel: nft counters). */
+  readonly beforeScrape: (() => Promise<void>)[] = [];
   /** The process and Node.js series; started with the metrics listener, so a node that
    * serves no metrics pays nothing for them. */
   private runtime?: RuntimeMetrics;
@@ -53,7 +60,8 @@ export class KnitMetrics {
 
   render(): string {
     const own = [this.attachSeconds, this.detachSeconds, this.errors, this.sandboxes, this.poolUsed, this.poolSize, this.goneNetnsSweeps, this.sandboxesReaped, this.cniDeletesFailed, this.cniDeletesFailedPending, this.draRegistrations, this.dhcpFrames, this.dhcpResponders,
-      this.clusterPeers, this.clusterReconcileSeconds, this.clusterSourceState, this.clusterSubnetConflicts, this.clusterRefusedPeers];
+      this.clusterPeers, this.clusterReconcileSeconds, this.clusterSourceState, this.clusterSubnetConflicts, this.clusterRefusedPeers,
+      this.policyPackets, this.policyProblems, this.policyIsolated, this.policySourceState, this.policyApplySeconds];
     return own.map((m) => m.render()).join('') + (this.runtime?.render() ?? '');
   }
 }
@@ -66,12 +74,10 @@ export function startMetricsServer(address: string, metrics: KnitMetrics, ready:
   const server = http.createServer((req, res) => {
     if (req.url === '/metrics') {
       // A failure here must be an answer, never an exception that takes the daemon down.
-      try {
+      Promise.all(metrics.beforeScrape.map((read) => read())).then(() => {
         const text = metrics.render();
         res.writeHead(200, { 'content-type': metrics.contentType }).end(text);
-      } catch (err) {
-        res.writeHead(500).end(`${(err as Error).message}\n`);
-      }
+      }).catch((err: Error) => res.writeHead(500).end(`${err.message}\n`));
     } else if (req.url === '/healthz') {
       res.writeHead(200).end('ok\n');
     } else if (req.url === '/readyz') {

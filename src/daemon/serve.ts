@@ -18,7 +18,7 @@ import { Reaper } from '../core/reaper.js';
 import { recover } from '../core/recovery.js';
 import { attachedCount } from '../core/node-status.js';
 import { ensureNetwork, removeMovedGateways, removeNetwork } from '../core/networks.js';
-import { setInstance } from '../base/names.js';
+import { policyTable, setInstance } from '../base/names.js';
 import { SANDBOX_RECORD_VERSION, type SandboxRecord } from '../core/record.js';
 import type { Extension, SandboxService } from '../base/types.js';
 import { startApiServer } from '../api/server.js';
@@ -40,6 +40,7 @@ import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
 import { installProblems, installRecordPath } from '../cni-frontend/install.js';
 import { makePeerGate } from '../api/peer-gate.js';
 import type { ClusterController } from './cluster.js';
+import type { PolicyController } from './policy.js';
 
 export interface ServeOptions {
   config?: string;
@@ -152,10 +153,18 @@ export async function serve(opts: ServeOptions): Promise<void> {
     }
   };
 
+  // NetworkPolicy, only when configured: its modules (and the API client) load only then. The
+  // controller takes the start-up repair's releases, and starts on the records that are left.
+  const policy = config.networkPolicy ? await openPolicy(config, runner, records, log, cluster, metrics) : undefined;
+  if (!config.networkPolicy) {
+    // Turned off: knit's own policy table goes (nothing of anyone else's).
+    await runner.runHostAction(undefined, { op: 'nft.delete', family: 'inet', table: policyTable(), ignoreMissing: true }).catch((err: Error) => log.warn({ err: err.message }, 'cannot remove the NetworkPolicy table'));
+  }
   const repaired = await recover(records, ipam, runner, reaper);
   log.info({ ...repaired, kept: repaired.kept.length }, 'start-up repair done');
   // Routes to the other nodes: adopted as found, only differences changed.
   await cluster?.reconcileNow();
+  await policy?.start();
   // A call that succeeds is counted (the histograms) and streamed (`knit watch`), and logged
   // only at debug: an info line per attach and per detach cost each call ~0.1 ms and a pool hop
   // for the write (bench/README.md, "Issue 27's per-call targets"). Failures stay at warn.
@@ -209,6 +218,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     pathExists: existsSync,
     conditions,
     ...(cluster && { cluster }),
+    ...(config.networkPolicy && { policy: { enforces: (network: string) => config.networkPolicy?.networks.includes(network) ?? false } }),
   });
   metrics.sandboxes.set({}, () => attachedCount(records));
   // The pools IPAM has now: a config reload adds and removes networks.
@@ -260,6 +270,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     deleteNetns: (idOrPath) => pinned.delete(idOrPath),
     claimNetns: (p, id) => pinned.claim(p, id),
     isPinned: (p) => pinned.isPinned(p),
+    ...(policy && { explainPolicy: policy.explain }),
   });
   const handoff = await startHandoffServer({
     socketPath: config.handoffSocket, tokens, records, runOps: (ns, ops) => runner.runOps(ns, ops), allowedUids: config.allowedUids, log,
@@ -279,6 +290,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
         const { nodes: _old, ...clusterOld } = config.cluster ?? {};
         if (JSON.stringify(clusterRest) !== JSON.stringify(clusterOld)) log.warn({ key: 'cluster' }, 'cluster settings other than cluster.nodes take effect at the next restart');
         cluster?.replaceNodes(next.cluster?.nodes);
+        // The literal policy view follows the file; the rest of networkPolicy waits for a restart.
+        const { literal: lit, ...policyRest } = next.networkPolicy ?? {};
+        const { literal: _lit, ...policyOld } = config.networkPolicy ?? {};
+        if (JSON.stringify(policyRest) !== JSON.stringify(policyOld) || !!lit !== !!_lit) log.warn({ key: 'networkPolicy' }, 'networkPolicy settings other than networkPolicy.literal take effect at the next restart');
+        else if (lit) policy?.replaceLiteral(lit);
         const nextNetworks = usable(next);
         const nextUnready = await setUpNetworks(nextNetworks);
         ipam.reconfigure(nextNetworks);
@@ -315,6 +331,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   stopWatch();
   // The cross-node routes, VTEP and masquerade table stay: a restart must not interrupt traffic.
   await cluster?.stop();
+  // The policy table stays: a restart must not open what it closes.
+  await policy?.stop();
   cniDeletes.stop();
   stopLinkEvents();
   guestDhcp.close();
@@ -343,4 +361,19 @@ async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, lo
     onRegistration: (registered) => metrics.draRegistrations.inc({ registered: String(registered) }),
     ...(prepareFailpoint && { prepareFailpoint }),
   });
+}
+
+async function openPolicy(config: KnitConfig, runner: DaemonActionRunner, records: RecordStore<SandboxRecord>, log: pino.Logger, cluster: ClusterController | undefined, metrics: KnitMetrics): Promise<PolicyController> {
+  const { PolicyController: Controller, openPolicySource } = await import('./policy.js');
+  const { clusterNodeName } = await import('./cluster.js');
+  const settings = config.networkPolicy!;
+  const controller = new Controller({
+    source: await openPolicySource(settings, config.cluster, log),
+    log: log.child({ part: 'network-policy' }),
+    nodeName: cluster ? (await cluster.status()).node : clusterNodeName(config.cluster ?? { clusterCIDRs: [], serviceCIDRs: [] }),
+    records: () => records.values(),
+    metrics,
+  });
+  runner.policy = controller.handle;
+  return controller;
 }

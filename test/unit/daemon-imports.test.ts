@@ -72,3 +72,11 @@ test('knit loads zod through its v3 entry only: the package root also loads 40-o
   }
   t.deepEqual([...zodImports], ['zod/v3']);
 });
+
+test('knit serve loads NetworkPolicy (src/policy, the controller, its informers) only when the config turns it on', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);
+  const rel = [...files].map((f) => path.relative(build, f));
+  t.true(rel.includes('src/daemon/action-runner.js'), 'the check follows serve\'s imports');
+  t.deepEqual(rel.filter((f) => f.startsWith('src/policy/') || f === 'src/daemon/policy.js' || f === 'src/daemon/kube-policy.js'), []);
+});

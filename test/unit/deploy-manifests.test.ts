@@ -51,7 +51,7 @@ const find = (kind: string, name: string) => all().find(({ o }) => o.kind === ki
 
 test('every manifest in deploy/ validates against the Kubernetes OpenAPI schema of its kind', (t) => {
   const found = all();
-  t.is(found.length, 7, `${found.length} objects`);
+  t.is(found.length, 9, `${found.length} objects`);
   for (const { file, o } of found) {
     const Model = models[`${o.apiVersion} ${o.kind}`];
     if (!Model) {
@@ -85,10 +85,19 @@ test('the DaemonSet runs knit as a node network daemon: every taint, node-critic
   const mounts = knit.volumeMounts.map((m: any) => m.mountPath);
   for (const p of ['/run/knit', '/var/lib/knit', '/run/netns', '/sys', '/etc/knit']) t.true(mounts.includes(p), p);
   t.truthy(knit.resources.requests && knit.resources.limits);
-  // RBAC: knit reads Nodes and nothing else; the pod gets the token, and its node's name.
-  t.deepEqual(all().filter(({ o }) => /Role$/.test(o.kind)).map(({ o }) => o.rules), [[{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }]]);
-  const binding = find('ClusterRoleBinding', 'knit-nodes');
-  t.deepEqual([binding.roleRef.name, binding.subjects], ['knit-nodes', [{ kind: 'ServiceAccount', name: 'knit', namespace: 'knit-system' }]]);
+  // RBAC: knit reads Nodes, and for NetworkPolicy Pods, Namespaces and NetworkPolicies, and
+  // nothing else; the pod gets the token, and its node's name.
+  const read = ['get', 'list', 'watch'];
+  t.deepEqual(all().filter(({ o }) => /Role$/.test(o.kind)).map(({ o }) => o.rules), [
+    [{ apiGroups: [''], resources: ['nodes'], verbs: read }],
+    [{ apiGroups: [''], resources: ['pods', 'namespaces'], verbs: read }, { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: read }],
+  ]);
+  for (const name of ['knit-nodes', 'knit-network-policy']) {
+    const binding = find('ClusterRoleBinding', name);
+    t.deepEqual([binding.roleRef.name, binding.subjects], [name, [{ kind: 'ServiceAccount', name: 'knit', namespace: 'knit-system' }]]);
+  }
+  // The config turns NetworkPolicy on: exactly the kinds the second role reads.
+  t.truthy(parseConfigText(readFileSync(path.join(deploy, 'config.yaml'), 'utf8')).networkPolicy);
   t.true(spec.automountServiceAccountToken);
   t.deepEqual(knit.env.find((e: any) => e.name === 'NODE_NAME').valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
 });

@@ -12,7 +12,7 @@ const LAYERS: string[][] = [
   ['src/store', 'src/ipam'],
   ['src/cni', 'src/cni-exec', 'src/devices', 'src/kube', 'src/dhcp'],
   ['src/config'],
-  ['src/cluster'],
+  ['src/cluster', 'src/policy'],
   ['runtimes'],
   ['src/core'],
   ['src/dra'],

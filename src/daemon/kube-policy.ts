@@ -1,0 +1,157 @@
+// The policy view from the Kubernetes API: informers on Pods (every node's: peers are selected
+// cluster-wide), Namespaces and NetworkPolicies, each trimmed to what policy reads as it is
+// cached (a Pod is kilobytes; knit keeps its name, labels, addresses, node, hostNetwork and
+// named container ports). Loaded only when networkPolicy is on without a literal list. RBAC:
+// get, list, watch on pods, namespaces and networking.k8s.io networkpolicies (deploy/rbac.yaml).
+import type { Logger } from 'pino';
+import type { Informer, KubeClient, KubeObject } from '../kube/index.js';
+import type { ContainerPort, NetworkPolicy, PolicyNamespace, PolicyPod, PolicySource, Protocol } from '../policy/types.js';
+
+interface Pod extends KubeObject {
+  spec?: { nodeName?: string; hostNetwork?: boolean; containers?: Container[]; initContainers?: Container[] };
+  status?: { phase?: string; podIPs?: { ip: string }[]; podIP?: string };
+}
+interface Container {
+  ports?: { name?: string; containerPort: number; protocol?: string }[];
+}
+type Namespace = KubeObject;
+type Policy = KubeObject & NetworkPolicy;
+
+/** A live look-up of one pod at its admit, when the cache does not have it yet. */
+const LOOKUP_MS = 2_000;
+
+/** What the informer keeps of a Pod: what podOf reads, and the cache's keys. */
+export function podKept(p: Pod): Pod {
+  const { name, namespace, uid, resourceVersion, labels } = p.metadata;
+  const named = (cs: Container[] = []) => cs.map((c) => ({ ports: (c.ports ?? []).filter((x) => x.name) })).filter((c) => c.ports.length);
+  const containers = [...named(p.spec?.containers), ...named(p.spec?.initContainers)];
+  return {
+    metadata: { name, namespace, uid, resourceVersion, ...(labels && { labels }) },
+    spec: { nodeName: p.spec?.nodeName, ...(p.spec?.hostNetwork && { hostNetwork: true }), ...(containers.length && { containers }) },
+    status: { phase: p.status?.phase, podIPs: p.status?.podIPs ?? (p.status?.podIP ? [{ ip: p.status.podIP }] : []) },
+  };
+}
+
+export function podOf(p: Pod): PolicyPod {
+  const ports: ContainerPort[] = (p.spec?.containers ?? []).flatMap((c) => (c.ports ?? []).map((x) => ({ name: x.name!, port: x.containerPort, protocol: (x.protocol ?? 'TCP') as Protocol })));
+  return {
+    namespace: p.metadata.namespace ?? '', name: p.metadata.name, labels: p.metadata.labels ?? {},
+    // A pod that is done may have given its address to another.
+    ips: p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? [] : (p.status?.podIPs ?? []).map((x) => x.ip),
+    ...(p.spec?.nodeName && { node: p.spec.nodeName }),
+    ...(p.spec?.hostNetwork && { hostNetwork: true }),
+    ...(ports.length && { ports }),
+  };
+}
+
+const nsKept = (n: Namespace): Namespace => {
+  const { name, uid, resourceVersion, labels } = n.metadata;
+  return { metadata: { name, uid, resourceVersion, ...(labels && { labels }) } };
+};
+const policyKept = (p: Policy): Policy => {
+  const { name, namespace, uid, resourceVersion, generation } = p.metadata;
+  return { metadata: { name, namespace, uid, resourceVersion, generation }, spec: p.spec };
+};
+
+export class KubePolicies implements PolicySource {
+  private readonly listeners: (() => void)[] = [];
+  private readonly podView = new WeakMap<Pod, PolicyPod>();
+  private ever = false;
+
+  private constructor(
+    readonly description: string,
+    private readonly client: KubeClient,
+    private readonly pods: Informer<Pod>,
+    private readonly namespaces: Informer<Namespace>,
+    private readonly policies: Informer<Policy>,
+    private readonly log: Logger,
+  ) {
+    // A Pod changes often (status, conditions): only a change of what policy reads counts.
+    pods.onChange((kind, obj, old) => {
+      if (kind === 'update' && old && JSON.stringify(this.viewOf(obj)) === JSON.stringify(this.viewOf(old))) return;
+      this.emit();
+    });
+    namespaces.onChange(() => this.emit());
+    policies.onChange(() => this.emit());
+    for (const inf of [pods, namespaces, policies] as Informer<KubeObject>[]) {
+      inf.onState((state, detail) => {
+        if (state === 'unreachable') log.warn({ source: description, detail }, 'Kubernetes API unreachable; NetworkPolicy keeps its last view');
+        if (this.synced()) this.emit();
+      });
+    }
+  }
+
+  /** podOf, once per version of a Pod (the informer hands out the same object until it changes). */
+  private viewOf(p: Pod): PolicyPod {
+    let v = this.podView.get(p);
+    if (!v) this.podView.set(p, (v = podOf(p)));
+    return v;
+  }
+
+  static async open(kubeconfig: string | undefined, log: Logger): Promise<KubePolicies> {
+    const { Informer, KubeClient, loadKubeAccess } = await import('../kube/index.js');
+    const access = loadKubeAccess({ ...(kubeconfig && { kubeconfig }) });
+    const client = new KubeClient(access, { userAgent: 'knit/network-policy' });
+    return new KubePolicies(
+      access.source,
+      client,
+      new Informer<Pod>(client, '/api/v1/pods', { transform: podKept }),
+      new Informer<Namespace>(client, '/api/v1/namespaces', { transform: nsKept }),
+      new Informer<Policy>(client, '/apis/networking.k8s.io/v1/networkpolicies', { transform: policyKept }),
+      log,
+    );
+  }
+
+  private emit(): void {
+    for (const fn of this.listeners) fn();
+  }
+
+  start(): void {
+    for (const inf of [this.pods, this.namespaces, this.policies]) inf.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.pods.stop(), this.namespaces.stop(), this.policies.stop()]);
+    this.client.close();
+  }
+
+  onChange(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  synced(): boolean {
+    if (!this.ever) this.ever = [this.pods, this.namespaces, this.policies].every((i) => i.state === 'synced');
+    return this.ever;
+  }
+
+  state() {
+    const infs = { pods: this.pods, namespaces: this.namespaces, networkpolicies: this.policies };
+    const bad = Object.entries(infs).find(([, i]) => i.state !== 'synced');
+    return bad ? { state: bad[1].state, detail: `${bad[0]}: ${bad[1].detail}` } : { state: 'synced', detail: `${this.policies.list().length} policies, ${this.pods.list().length} pods` };
+  }
+
+  view() {
+    return {
+      policies: this.policies.list() as NetworkPolicy[],
+      namespaces: this.namespaces.list().map((n): PolicyNamespace => ({ name: n.metadata.name, labels: n.metadata.labels ?? {} })),
+      pods: this.pods.list().map((p) => this.viewOf(p)),
+    };
+  }
+
+  async pod(namespace: string, name: string): Promise<PolicyPod | 'unknown'> {
+    const cached = this.pods.get(`${namespace}/${name}`);
+    if (cached) return podOf(cached);
+    try {
+      const live = await this.client.get<Pod>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, { signal: AbortSignal.timeout(LOOKUP_MS) });
+      return podOf(podKept(live));
+    } catch (err) {
+      this.log.warn({ pod: `${namespace}/${name}`, err: (err as Error).message }, 'NetworkPolicy: cannot read the pod');
+      return 'unknown';
+    }
+  }
+
+  async waitSynced(timeoutMs: number): Promise<void> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    await Promise.all([this.pods, this.namespaces, this.policies].map((i) => i.waitSynced(signal))).catch(() => this.log.warn({ source: this.description, timeoutMs }, 'no NetworkPolicy view yet; the table stays as it is until there is one'));
+  }
+}

@@ -1,0 +1,333 @@
+// NetworkPolicy on this node (docs/network-policy.md): the cluster's policies, namespaces and
+// pods from a PolicySource (the config's literal lists, or the API's informers, loaded only
+// then), this node's pods from knit's own records and admits, compiled (src/policy, pure) into
+// knit's table `inet <instance>-policy` by one nft transaction per change. A pod's admit (a
+// step of its attach, before its interface exists) returns once its rules are in the kernel.
+// The table stays when knit stops; a restart reads it and changes only what differs, and
+// changes nothing until the source has been read once.
+import type { Logger } from 'pino';
+import { execFile } from 'node:child_process';
+import type { SandboxRecord } from '../core/record.js';
+import type { PolicyAdmitAction } from '../base/ops.js';
+import { policyTable } from '../base/names.js';
+import { canonical, ViewIndex } from '../policy/view-index.js';
+import { allowCounter, compileRuleset, denyCounter, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
+import { emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../policy/ruleset.js';
+import { forwardVerdict } from '../policy/datapath.js';
+import { evaluate } from '../policy/evaluate.js';
+import { KnitError } from '../base/errors.js';
+import { familyOfText, type IpFamily } from '../ipam/ip.js';
+import type { PolicyAnswer, PolicyQuestion } from '../api/knit-service.js';
+import type { PolicySource } from '../policy/types.js';
+import type { ClusterSettings, NetworkPolicySettings } from '../config/index.js';
+import { nft, type PolicyAction } from './host-actions.js';
+import type { KnitMetrics } from './metrics.js';
+
+const CONNTRACK = '/usr/sbin/conntrack';
+/** How long start-up waits for the source's first view before serving (rules stay as found). */
+const FIRST_VIEW_MS = 5_000;
+/** A pass even when nothing changed: what someone removed from the table by hand comes back. */
+const RESYNC_MS = 60_000;
+
+interface Local {
+  namespace: string;
+  name: string;
+  ips: string[];
+  /** What the source said of the pod at its admit; 'unknown' when nothing answered. */
+  seen: LocalPod | 'unknown';
+}
+
+/** The configured source: the literal lists, or the API (src/kube loaded only then). */
+export async function openPolicySource(settings: NetworkPolicySettings, cluster: ClusterSettings | undefined, log: Logger): Promise<PolicySource> {
+  if (settings.literal) {
+    const { LiteralPolicies } = await import('../policy/literal.js');
+    return new LiteralPolicies(settings.literal);
+  }
+  const { KubePolicies } = await import('./kube-policy.js');
+  try {
+    return await KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log);
+  } catch (err) {
+    // No kubeconfig, no ServiceAccount: knit still serves, keeps the table it finds, and
+    // isolates the pods that come (fail closed) rather than exit in a crash loop.
+    const why = (err as Error).message;
+    log.error({ err: why }, 'NetworkPolicy cannot reach the Kubernetes API; the table stays as it is and new pods are isolated');
+    return {
+      description: 'the Kubernetes API', start() {}, async stop() {}, onChange() {}, synced: () => false,
+      state: () => ({ state: 'unreachable', detail: why }), view: () => ({ policies: [], namespaces: [], pods: [] }), pod: async () => 'unknown',
+    };
+  }
+}
+
+export interface PolicyDeps {
+  source: PolicySource;
+  log: Logger;
+  nodeName: string;
+  records: () => Iterable<SandboxRecord>;
+  metrics?: KnitMetrics;
+}
+
+export class PolicyController {
+  private readonly local = new Map<string, Local>();
+  private kernel: KernelPolicy | undefined;
+  private last: PolicyRuleset | undefined;
+  /** The view of the last pass, for ExplainPolicy. */
+  private index: ViewIndex | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private pending = false;
+  private timer: NodeJS.Timeout | undefined;
+  private resync: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private started = false;
+  private readonly table = policyTable();
+  /** Pods admitted while the source had no view yet: isolated until it has one. */
+  private readonly admittedUnsynced = new Set<string>();
+  /** Policies reported as not expressible, by key and what was said, so each is logged once. */
+  private readonly reported = new Map<string, string>();
+
+  /** nft counter name → what it counts, for /metrics; and their last values. */
+  private readonly counterOf = new Map<string, { policy: string; direction: string; verdict: string }>();
+  private counterValues = new Map<string, number>();
+  /** When the first change of the pass to come arrived (for the apply histogram). */
+  private changedAt = 0;
+
+  constructor(private readonly deps: PolicyDeps) {
+    const m = deps.metrics;
+    if (!m) return;
+    m.beforeScrape.push(() => this.readCounters());
+    m.policyPackets.setEach(() => [...this.counterOf].map(([name, labels]) => ({ labels, value: this.counterValues.get(name) ?? 0 })));
+    m.policyProblems.setEach(() => [...this.reported].map(([policy, said]) => ({ labels: { policy }, value: said.split('; ').length })));
+    m.policyIsolated.setEach(() => (['ingress', 'egress'] as const).map((direction) => ({ labels: { direction }, value: this.last ? (direction === 'ingress' ? this.last.maps.in4.size + this.last.maps.in6.size : this.last.maps.out4.size + this.last.maps.out6.size) : 0 })));
+    m.policySourceState.setEach(() => (['starting', 'synced', 'unreachable'] as const).map((state) => ({ labels: { state }, value: deps.source.state().state === state ? 1 : 0 })));
+  }
+
+  /** The table's named counters, read for a scrape. */
+  private async readCounters(): Promise<void> {
+    if (!this.counterOf.size) return;
+    const out = JSON.parse(await nft(undefined, ['-j', 'list', 'counters', 'table', 'inet', this.table])) as { nftables: { counter?: { name: string; packets: number } }[] };
+    this.counterValues = new Map(out.nftables.flatMap((o) => (o.counter ? [[o.counter.name, o.counter.packets] as const] : [])));
+  }
+
+  /** Reads this node's pods from the records and the table from the kernel, starts the
+   * source and applies the first view (once it has one). */
+  async start(): Promise<void> {
+    this.started = true;
+    for (const rec of this.deps.records()) {
+      if (rec.state !== 'attached') continue;
+      const admit = rec.steps.find((s) => s.do.op === 'policy.admit')?.do as PolicyAdmitAction | undefined;
+      if (admit) this.local.set(rec.sandboxId, { namespace: admit.namespace, name: admit.name, ips: admit.ips, seen: 'unknown' });
+    }
+    this.kernel = await this.read();
+    const { source } = this.deps;
+    source.onChange(() => this.schedule());
+    source.start();
+    await source.waitSynced?.(FIRST_VIEW_MS);
+    this.resync = setInterval(() => {
+      this.kernel = undefined; // read again: a hand edit is put right
+      this.schedule();
+    }, RESYNC_MS);
+    this.resync.unref();
+    await this.pass();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearInterval(this.resync);
+    await this.deps.source.stop();
+    await this.running;
+  }
+
+  /** The action runner's policy steps (DaemonActionRunner.policy). Before start (the
+   * start-up repair's releases) only this node's list changes: start reads it from the
+   * records that are left. */
+  handle = async (a: PolicyAction): Promise<void> => {
+    if (!this.started) return;
+    if (a.op === 'policy.admit') {
+      const seen = await this.deps.source.pod(a.namespace, a.name);
+      if (seen === 'unknown') this.deps.log.warn({ pod: `${a.namespace}/${a.name}` }, 'NetworkPolicy: the pod\'s labels are unknown (the API did not answer); isolated until they are');
+      this.local.set(a.sandboxId, { namespace: a.namespace, name: a.name, ips: a.ips, seen });
+      if (!this.deps.source.synced()) this.admittedUnsynced.add(a.sandboxId);
+    } else {
+      this.admittedUnsynced.delete(a.sandboxId);
+      if (!this.local.delete(a.sandboxId)) return;
+    }
+    await this.pass();
+  };
+
+  private schedule(): void {
+    if (!this.changedAt) this.changedAt = performance.now();
+    if (this.stopped || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pass().catch(() => undefined);
+    }, 3);
+  }
+
+  /** One pass at a time; changes during a pass get one more. Rejects when this pass's
+   * transaction failed (an admit then fails, and its attach rolls back). */
+  private pass(): Promise<void> {
+    if (this.pending) return this.running;
+    this.pending = true;
+    const run = this.running.catch(() => undefined).then(async () => {
+      this.pending = false;
+      const started = this.changedAt || performance.now();
+      this.changedAt = 0;
+      try {
+        await this.apply();
+        this.deps.metrics?.policyApplySeconds.observe((performance.now() - started) / 1000, { outcome: 'ok' });
+      } catch (err) {
+        this.deps.metrics?.policyApplySeconds.observe((performance.now() - started) / 1000, { outcome: 'error' });
+        this.kernel = undefined; // what the kernel holds is read again next time
+        this.deps.log.error({ err: (err as Error).message }, 'NetworkPolicy: applying the table failed; the next change or resync tries again');
+        throw err;
+      }
+    });
+    this.running = run;
+    return run;
+  }
+
+  /** The pods of this node as policy sees them: the source's labels where it has the pod,
+   * else what its admit learned, else unknown; addresses always knit's. */
+  private localPods(view: ReturnType<PolicySource['view']>): LocalPod[] {
+    const byKey = new Map(view.pods.map((p) => [`${p.namespace}/${p.name}`, p]));
+    return [...this.local.values()].map((l) => {
+      const known = byKey.get(`${l.namespace}/${l.name}`) ?? (l.seen === 'unknown' ? undefined : l.seen);
+      return { namespace: l.namespace, name: l.name, labels: known?.labels ?? {}, ips: l.ips, node: this.deps.nodeName, ports: known?.ports ?? [], ...(!known && { unknown: true }) };
+    });
+  }
+
+  private async apply(): Promise<void> {
+    const { source, log } = this.deps;
+    this.kernel ??= await this.read();
+    if (!source.synced()) {
+      // Nothing known of the cluster yet: the table stays as it was, except for this node's
+      // pods that came or went meanwhile (isolated, fail closed, or taken out).
+      const ips = new Set([...this.local.values()].flatMap((l) => l.ips.map(canonical)));
+      const fresh = [...this.local.entries()].filter(([id]) => this.admittedUnsynced.has(id)).flatMap(([, l]) => l.ips);
+      if (!this.kernel.base && !fresh.length) return; // no table, and nothing to isolate
+      const rs = heldWithChanges(this.kernel, (ip) => ips.has(canonical(ip)), fresh);
+      const tx = transaction(this.table, this.kernel, rs);
+      if (tx) await nft(undefined, ['-f', '-'], tx);
+      this.kernel = { ...wanted(rs), chains: new Set([...rs.chains.keys(), BASE_CHAIN]) };
+      return;
+    }
+    this.admittedUnsynced.clear();
+    const view = source.view();
+    const local = this.localPods(view);
+    const localKeys = new Set(local.map((p) => `${p.namespace}/${p.name}`));
+    const localIps = new Set(local.flatMap((p) => p.ips.map(canonical)));
+    // The source's copy of a pod of this node is replaced by knit's; so is a stale pod that
+    // still holds an address knit has given to another.
+    const pods = [...view.pods.filter((p) => !localKeys.has(`${p.namespace}/${p.name}`) && !p.ips.some((ip) => localIps.has(canonical(ip)))), ...local];
+    const ix = new ViewIndex({ ...view, pods, nodes: {} });
+    for (const p of ix.policies) {
+      const said = p.problems.join('; ');
+      if (said && this.reported.get(p.key) !== said) log.warn({ policy: p.key, problems: p.problems }, 'NetworkPolicy knit cannot express: its pods are isolated and none of its rules applied');
+      if (said) this.reported.set(p.key, said);
+      else this.reported.delete(p.key);
+    }
+    const rs = compileRuleset(ix, local);
+    this.index = ix;
+    this.counterOf.clear();
+    for (const p of ix.policies) {
+      for (const direction of ['ingress', 'egress'] as const) {
+        if (!p[direction]) continue;
+        this.counterOf.set(allowCounter(p.key, direction), { policy: p.key, direction, verdict: 'allowed' });
+        this.counterOf.set(denyCounter(p.key, direction), { policy: p.key, direction, verdict: 'denied' });
+      }
+    }
+    for (const name of this.counterOf.keys()) if (!rs.counters.includes(name)) this.counterOf.delete(name);
+    const tx = transaction(this.table, this.kernel, rs);
+    if (tx) {
+      await nft(undefined, ['-f', '-'], tx);
+      log.debug({ lines: tx.split('\n').length - 1 }, 'NetworkPolicy table updated');
+    }
+    this.kernel = { ...wanted(rs), chains: new Set([...rs.chains.keys(), BASE_CHAIN]) };
+    this.last = rs;
+    // Only a change that takes something away can deny a flow that was allowed: a pass that
+    // only adds allowed elements lists no conntrack table.
+    if (tx && /^(delete element|add element inet \S+ (in|out)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
+  }
+
+  private async read(): Promise<KernelPolicy> {
+    try {
+      return parseKernel(await nft(undefined, ['-j', '-p', 'list', 'table', 'inet', this.table]));
+    } catch (err) {
+      if (/No such file or directory/.test((err as Error).message)) return emptyKernel();
+      throw err;
+    }
+  }
+
+  /** Established flows of this node's isolated pods that the table now drops lose their
+   * conntrack entries, so their replies stop too (their next original packet is dropped by
+   * the table already). */
+  private async cutDenied(rs: PolicyRuleset): Promise<void> {
+    for (const family of ['ipv4', 'ipv6'] as const) {
+      const listed = await conntrack(['-L', '-f', family]);
+      for (const line of listed.split('\n')) {
+        const flow = parseConntrack(line);
+        if (!flow) continue;
+        if (forwardVerdict(rs, { src: flow.src, dst: flow.dst, proto: flow.proto, dport: flow.dport }) === 'accept') continue;
+        const args = ['-D', '-f', family, '-s', flow.src, '-d', flow.dst, '-p', String(flow.protoName)];
+        if (flow.sport !== undefined && flow.dport !== undefined) args.push('--sport', String(flow.sport), '--dport', String(flow.dport));
+        await conntrack(args).catch(() => undefined); // gone meanwhile
+      }
+    }
+  }
+
+  /** A config reload's literal lists (networkPolicy.literal). */
+  replaceLiteral(literal: NonNullable<NetworkPolicySettings['literal']>): void {
+    const src = this.deps.source as { replace?: (l: typeof literal) => void };
+    src.replace?.(literal);
+  }
+
+  /** ExplainPolicy (`knit policy explain`): the oracle on the view of the last pass. */
+  explain = (q: PolicyQuestion): PolicyAnswer => {
+    const ix = this.index;
+    if (!ix) throw new KnitError('UNAVAILABLE', `no view of the cluster yet (${this.deps.source.description}: ${this.deps.source.state().detail})`);
+    const other = (e: PolicyQuestion['from']) => ('ip' in e ? familyOfText(e.ip) : undefined);
+    const ipOf = (e: PolicyQuestion['from'], field: 'from' | 'to', family?: IpFamily): string => {
+      if ('ip' in e) return e.ip;
+      const [namespace, name] = e.pod.split('/');
+      const pod = ix.view.pods.find((p) => p.namespace === namespace && p.name === name);
+      if (!pod) throw new KnitError('NOT_FOUND', `${field}: no pod ${e.pod} in this node's view of the cluster`, { field });
+      const ips = pod.hostNetwork ? pod.ips : pod.ips.filter((ip) => family === undefined || familyOfText(ip) === family);
+      if (!ips.length) throw new KnitError('NOT_FOUND', `${field}: pod ${e.pod} has no ${family ? `IPv${family} ` : ''}address yet`, { field });
+      return ips[0]!;
+    };
+    const fromIp = ipOf(q.from, 'from', other(q.to));
+    const toIp = ipOf(q.to, 'to', familyOfText(fromIp));
+    if (familyOfText(fromIp) !== familyOfText(toIp)) throw KnitError.invalid('to', `${toIp} is not of ${fromIp}'s family`);
+    const v = evaluate(ix, { src: fromIp, dst: toIp, protocol: q.protocol, ...(q.port !== undefined && { port: q.port }) });
+    return { allowed: v.allowed, fromIp, toIp, egress: v.egress, ingress: v.ingress };
+  };
+
+  /** For the tests: the ruleset this node holds now. */
+  ruleset(): PolicyRuleset | undefined {
+    return this.last;
+  }
+}
+
+const PROTO_NUMBERS: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, icmp: 1, icmpv6: 58 };
+
+/** One line of `conntrack -L`: the original direction's tuple. */
+export function parseConntrack(line: string): { protoName: string; proto: number; src: string; dst: string; sport?: number; dport?: number } | undefined {
+  const m = /^(\S+)\s+(\d+)\s/.exec(line);
+  if (!m) return undefined;
+  const field = (k: string) => new RegExp(`\\b${k}=(\\S+)`).exec(line)?.[1];
+  const src = field('src');
+  const dst = field('dst');
+  if (!src || !dst) return undefined;
+  const sport = field('sport');
+  const dport = field('dport');
+  return { protoName: m[1]!, proto: PROTO_NUMBERS[m[1]!] ?? Number(m[2]), src, dst, ...(sport && { sport: Number(sport) }), ...(dport && { dport: Number(dport) }) };
+}
+
+function conntrack(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(CONNTRACK, args, { maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
+      if (!err || /0 flow entries have been (shown|deleted)/.test(stderr)) resolve(stdout);
+      else reject(new Error(`conntrack ${args.join(' ')}: ${stderr.trim() || err.message}`));
+    });
+  });
+}

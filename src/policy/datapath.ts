@@ -1,0 +1,73 @@
+// The compiled ruleset read as the kernel runs it (ruleset.ts's base chain, the verdict maps,
+// each group chain's lookups): which of the flows conntrack holds a change now denies, so
+// their entries go (src/daemon/policy.ts), and what the unit tests compare with the oracle.
+// Replies are not judged here: the base chain accepts them before any of this.
+import { formatIp, tryParseIp, type IpFamily } from '../ipam/ip.js';
+import type { PolicyRuleset, SetSpec } from './compile.js';
+import type { Box } from './boxes.js';
+
+function interval(text: string): [bigint, bigint] {
+  if (text.includes('/')) {
+    const [a, len] = text.split('/');
+    const ip = tryParseIp(a!)!;
+    const host = BigInt((ip.family === 4 ? 32 : 128) - Number(len));
+    return [ip.value, ip.value + (1n << host) - 1n];
+  }
+  const dash = text.lastIndexOf('-');
+  if (dash > 0 && tryParseIp(text.slice(0, dash))) return [tryParseIp(text.slice(0, dash))!.value, tryParseIp(text.slice(dash + 1))!.value];
+  const v = tryParseIp(text)!.value;
+  return [v, v];
+}
+const nums = (text: string): [number, number] => {
+  const [a, b] = text.split('-');
+  return [Number(a), Number(b ?? a)];
+};
+
+/** A set's elements as numbers, parsed once per set (a conntrack sweep asks many times). */
+const parsedSets = new WeakMap<SetSpec, Box[]>();
+function boxesOf(set: SetSpec): Box[] {
+  let boxes = parsedSets.get(set);
+  if (!boxes) {
+    boxes = set.elements.map((e) => {
+      const parts = e.split(' . ');
+      const [lo, hi] = interval(parts[0]!);
+      const [plo, phi] = set.kind === 'addr' ? [0, 255] : nums(parts[1]!);
+      const [tlo, thi] = set.kind === 'addr' ? [0, 65535] : nums(parts[2]!);
+      return { lo, hi, plo, phi, tlo, thi };
+    });
+    parsedSets.set(set, boxes);
+  }
+  return boxes;
+}
+
+export interface Packet {
+  src: string;
+  dst: string;
+  proto: number;
+  dport?: number;
+}
+
+/** What this node's forward hook does with an original-direction packet. */
+export function forwardVerdict(rs: PolicyRuleset, pkt: Packet): 'accept' | 'drop' {
+  const s = tryParseIp(pkt.src)!;
+  const d = tryParseIp(pkt.dst)!;
+  const family = s.family as IpFamily;
+  if (s.value === d.value && rs.self[family].includes(formatIp(s))) return 'accept';
+  for (const [dir, addr] of [['in', d], ['out', s]] as const) {
+    const target = rs.maps[`${dir}${family}` as const].get(formatIp(addr));
+    if (!target) continue;
+    const chain = rs.chains.get(target)!;
+    const peer = dir === 'in' ? s.value : d.value;
+    const allowed = chain.rules.some((r) => {
+      if (!r.set) return true;
+      const set = rs.sets.get(r.set)!;
+      return boxesOf(set).some((b) => {
+        if (peer < b.lo || peer > b.hi) return false;
+        if (set.kind === 'addr') return true;
+        return pkt.proto >= b.plo && pkt.proto <= b.phi && pkt.dport !== undefined && pkt.dport >= b.tlo && pkt.dport <= b.thi;
+      });
+    });
+    if (!allowed) return 'drop';
+  }
+  return 'accept';
+}

@@ -1,0 +1,221 @@
+// The policy table in nftables terms: the whole table for a first start, what the kernel holds
+// read back from `nft -j`, and the one transaction (an `nft -f` script) that turns the one
+// into the other. Chains are named by their content and never change; sets, maps and the
+// self set change element by element, so a pod or a policy changes only what it touches. The
+// script is ordered so that every reference is valid at each command (the kernel checks them
+// as it goes) and the kernel applies it whole or not at all: no packet sees a state between.
+import { tryParseIp, formatIp, type IpFamily } from '../ipam/ip.js';
+import { intervalText, type Box, boxText } from './boxes.js';
+import { allowCounter, denyCounter, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
+
+/** The base chain's name carries the layout's version: a knit that finds another rebuilds
+ * the table whole, in one transaction. */
+export const BASE_CHAIN = 'forward1';
+
+/** The table as the kernel holds it, in the compiler's terms. */
+export interface KernelPolicy {
+  base: boolean;
+  sets: Map<string, { family: IpFamily; kind: 'addr' | 'concat' | 'self'; elements: Set<string> }>;
+  maps: Record<MapName, Map<string, string>>;
+  chains: Set<string>;
+  counters: Set<string>;
+}
+
+const ipKw = (f: IpFamily) => (f === 4 ? 'ip' : 'ip6');
+const addrType = (f: IpFamily) => (f === 4 ? 'ipv4_addr' : 'ipv6_addr');
+
+function setDecl(name: string, s: { family: IpFamily; kind: 'addr' | 'concat' | 'self' }): string {
+  const t = addrType(s.family);
+  if (s.kind === 'self') return `set ${name} { type ${t} . ${t}; }`;
+  if (s.kind === 'addr') return `set ${name} { type ${t}; flags interval; }`;
+  return `set ${name} { type ${t} . inet_proto . inet_service; flags interval; }`;
+}
+
+/** A group chain's rules: the node always reaches its pods; each allowing rule is one lookup;
+ * what none allows is counted against each selecting policy and dropped. */
+export function chainRules(c: GroupChain): string[] {
+  const ip = ipKw(c.family);
+  const peer = c.direction === 'ingress' ? 'saddr' : 'daddr';
+  const rules: string[] = [];
+  if (c.direction === 'ingress') rules.push('fib saddr type local accept');
+  for (const r of c.rules) {
+    const counter = `counter name "${allowCounter(r.policy, c.direction)}"`;
+    if (!r.set) rules.push(`${counter} return`);
+    else if (r.lookup === 'addr') rules.push(`${ip} ${peer} @${r.set} ${counter} return`);
+    else rules.push(`${ip} ${peer} . meta l4proto . th dport @${r.set} ${counter} return`);
+  }
+  for (const p of c.policies) rules.push(`counter name "${denyCounter(p, c.direction)}"`);
+  rules.push('drop');
+  return rules;
+}
+
+/** Replies of allowed connections pass; ND and router discovery pass; a pod may reach
+ * itself; then each packet to an isolated pod goes through its ingress chain, each packet from
+ * one through its egress chain. */
+function baseRules(): string[] {
+  return [
+    'type filter hook forward priority filter; policy accept;',
+    'ct state established,related ct direction reply accept',
+    'icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, nd-redirect } accept',
+    'ip saddr . ip daddr @self4 accept',
+    'ip6 saddr . ip6 daddr @self6 accept',
+    'ip daddr vmap @in4',
+    'ip6 daddr vmap @in6',
+    'ip saddr vmap @out4',
+    'ip6 saddr vmap @out6',
+  ];
+}
+
+const selfSet = (f: IpFamily, addrs: string[]) => ({ family: f, kind: 'self' as const, elements: new Set(addrs.map((a) => `${a} . ${a}`)) });
+
+/** The compiler's ruleset in the kernel's shape (what a diff compares). */
+export function wanted(r: PolicyRuleset): KernelPolicy {
+  const sets: KernelPolicy['sets'] = new Map([['self4', selfSet(4, r.self[4])], ['self6', selfSet(6, r.self[6])]]);
+  for (const [name, s] of r.sets) sets.set(name, { family: s.family, kind: s.kind, elements: new Set(s.elements) });
+  return { base: true, sets, maps: r.maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters) };
+}
+
+export const emptyKernel = (): KernelPolicy => ({
+  base: false, sets: new Map(), maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() }, chains: new Set(), counters: new Set(),
+});
+
+/** The one transaction from `have` to `want`. Empty when nothing differs. A table without
+ * this layout's base chain is made anew (created, or deleted and made again, in the same
+ * transaction). */
+export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRuleset): string {
+  const want = wanted(wantRs);
+  const T = `inet ${table}`;
+  const out: string[] = [];
+  if (!have.base) {
+    // A first start, or a table of another layout: replaced whole, atomically.
+    out.push(`table ${T}`, `delete table ${T}`, `table ${T} {`);
+    for (const c of want.counters) out.push(`\tcounter ${c} { }`);
+    for (const [name, s] of want.sets) out.push(`\t${setDecl(name, s)}`);
+    for (const m of MAP_NAMES) out.push(`\tmap ${m} { type ${addrType(m.endsWith('4') ? 4 : 6)} : verdict; }`);
+    for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
+    out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}', '}');
+    for (const [name, s] of want.sets) if (s.elements.size) out.push(`add element ${T} ${name} { ${[...s.elements].join(', ')} }`);
+    for (const m of MAP_NAMES) if (want.maps[m].size) out.push(`add element ${T} ${m} { ${[...want.maps[m]].map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
+    return `${out.join('\n')}\n`;
+  }
+  // 1. New counters and sets; a set whose family or kind changed has another name already.
+  for (const c of want.counters) if (!have.counters.has(c)) out.push(`add counter ${T} ${c}`);
+  for (const [name, s] of want.sets) if (!have.sets.has(name)) out.push(`add ${setDecl(name, s).replace(/^set /, `set ${T} `)}`);
+  // 2. Elements: what goes first (a disjoint cover may be cut differently now), then what comes.
+  for (const [name, s] of want.sets) {
+    const old = have.sets.get(name);
+    const gone = old ? [...old.elements].filter((e) => !s.elements.has(e)) : [];
+    const come = [...s.elements].filter((e) => !old?.elements.has(e));
+    if (gone.length) out.push(`delete element ${T} ${name} { ${gone.join(', ')} }`);
+    if (come.length) out.push(`add element ${T} ${name} { ${come.join(', ')} }`);
+  }
+  // 3. New chains, whole.
+  for (const name of want.chains) if (!have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
+  // 4. The maps: a pod that moves to another chain is deleted and added in this same step.
+  for (const m of MAP_NAMES) {
+    const gone = [...have.maps[m]].filter(([a, c]) => want.maps[m].get(a) !== c).map(([a]) => a);
+    const come = [...want.maps[m]].filter(([a, c]) => have.maps[m].get(a) !== c);
+    if (gone.length) out.push(`delete element ${T} ${m} { ${gone.join(', ')} }`);
+    if (come.length) out.push(`add element ${T} ${m} { ${come.map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
+  }
+  // 5. What nothing uses any more: chains, then the sets and counters they used.
+  for (const name of have.chains) if (name !== BASE_CHAIN && !want.chains.has(name)) out.push(`delete chain ${T} ${name}`);
+  for (const name of have.sets.keys()) if (!want.sets.has(name)) out.push(`delete set ${T} ${name}`);
+  for (const c of have.counters) if (!want.counters.has(c)) out.push(`delete counter ${T} ${c}`);
+  return out.length ? `${out.join('\n')}\n` : '';
+}
+
+// ---- reading the kernel ---------------------------------------------------------------
+
+type JsonValue = string | number | { prefix: { addr: string; len: number } } | { range: [JsonValue, JsonValue] } | { concat: JsonValue[] };
+
+/** `nft -j -p list table inet <table>` (numeric protocols) in the compiler's shape. Chains
+ * count by name (their content is their name); elements are read back into their canonical
+ * text, so an element reads as it was written. */
+export function parseKernel(json: string): KernelPolicy {
+  const k = emptyKernel();
+  const objects = (JSON.parse(json) as { nftables: Record<string, any>[] }).nftables;
+  for (const o of objects) {
+    if (o.chain) {
+      if (o.chain.name === BASE_CHAIN) k.base = true;
+      else k.chains.add(o.chain.name);
+    } else if (o.counter) k.counters.add(o.counter.name);
+    else if (o.map && MAP_NAMES.includes(o.map.name)) {
+      for (const [key, verdict] of (o.map.elem ?? []) as [string, { jump?: { target: string } }][]) {
+        if (verdict.jump) k.maps[o.map.name as MapName].set(formatIp(tryParseIp(key)!), verdict.jump.target);
+      }
+    } else if (o.set) {
+      const type = o.set.type as string | string[];
+      const family: IpFamily = (Array.isArray(type) ? type[0] : type) === 'ipv4_addr' ? 4 : 6;
+      const kind = !Array.isArray(type) ? 'addr' : type.length === 2 ? 'self' : 'concat';
+      const elements = new Set<string>(((o.set.elem ?? []) as JsonValue[]).map((e) => elementText(family, kind, e)));
+      k.sets.set(o.set.name, { family, kind, elements });
+    }
+  }
+  return k;
+}
+
+function interval(family: IpFamily, v: JsonValue): [bigint, bigint] {
+  if (typeof v === 'string') {
+    const a = tryParseIp(v)!.value;
+    return [a, a];
+  }
+  if (typeof v === 'object' && 'prefix' in v) {
+    const base = tryParseIp(v.prefix.addr)!.value;
+    const host = BigInt((family === 4 ? 32 : 128) - v.prefix.len);
+    return [base, base + (1n << host) - 1n];
+  }
+  if (typeof v === 'object' && 'range' in v) return [interval(family, v.range[0])[0], interval(family, v.range[1])[1]];
+  throw new Error(`nft element part ${JSON.stringify(v)} is not an address`);
+}
+
+function numbers(v: JsonValue): [number, number] {
+  if (typeof v === 'number') return [v, v];
+  if (typeof v === 'object' && 'range' in v) return [numbers(v.range[0])[0], numbers(v.range[1])[1]];
+  throw new Error(`nft element part ${JSON.stringify(v)} is not a number (list with -p)`);
+}
+
+function elementText(family: IpFamily, kind: 'addr' | 'concat' | 'self', e: JsonValue): string {
+  if (kind === 'addr') return intervalText(family, ...interval(family, e));
+  const parts = (e as { concat: JsonValue[] }).concat;
+  if (kind === 'self') return parts.map((p) => intervalText(family, ...interval(family, p))).join(' . ');
+  const [lo, hi] = interval(family, parts[0]!);
+  const [plo, phi] = numbers(parts[1]!);
+  const [tlo, thi] = numbers(parts[2]!);
+  const b: Box = { lo, hi, plo, phi, tlo, thi };
+  return boxText(family, b);
+}
+
+/** The chain of a pod nothing is known of: the node reaches it, nothing else passes. */
+export function isolationChain(direction: GroupChain['direction'], family: IpFamily): [string, GroupChain] {
+  const chain: GroupChain = { direction, family, rules: [], policies: [] };
+  return [`g${direction[0]}${family}_${shortHash(JSON.stringify(chain))}`, chain];
+}
+
+/** While the cluster is not known yet (a start with the API down): the table as the kernel
+ * holds it, with the addresses of pods that came meanwhile isolated both ways (fail closed)
+ * and those of pods that went taken out of the maps. Nothing else changes. */
+export function heldWithChanges(have: KernelPolicy, keep: (ip: string) => boolean, isolate: string[]): PolicyRuleset {
+  const rs: PolicyRuleset = {
+    sets: new Map(), chains: new Map(),
+    maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
+    self: { 4: [], 6: [] }, counters: [...have.counters],
+  };
+  for (const [name, s] of have.sets) if (s.kind !== 'self') rs.sets.set(name, { family: s.family, kind: s.kind, elements: [...s.elements] });
+  // Chains the kernel holds stay as they are (their content is their name).
+  for (const name of have.chains) if (name !== BASE_CHAIN) rs.chains.set(name, { direction: 'ingress', family: 4, rules: [], policies: [] });
+  for (const m of MAP_NAMES) for (const [ip, c] of have.maps[m]) if (keep(ip)) rs.maps[m].set(ip, c);
+  for (const f of [4, 6] as const) for (const e of have.sets.get(`self${f}`)?.elements ?? []) if (keep(e.split(' . ')[0]!)) rs.self[f].push(e.split(' . ')[0]!);
+  for (const text of isolate) {
+    const ip = tryParseIp(text);
+    if (!ip) continue;
+    const a = formatIp(ip);
+    if (!rs.self[ip.family].includes(a)) rs.self[ip.family].push(a);
+    for (const d of ['ingress', 'egress'] as const) {
+      const [name, chain] = isolationChain(d, ip.family);
+      rs.chains.set(name, chain);
+      rs.maps[`${d === 'ingress' ? 'in' : 'out'}${ip.family}` as MapName].set(a, name);
+    }
+  }
+  return rs;
+}
