@@ -1,0 +1,169 @@
+// Runs one upstream e2e suite (suites.ts) against a cluster with the ginkgo CLI and e2e.test,
+// as kind's and the CNIs' CI jobs do (--provider=skeleton: a cluster that is just there):
+// a progress line per spec as it ends, the e2e framework's JUnit report in the results dir,
+// ginkgo's JSON report and the full output in the log dir, and a result to summarise.
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { run } from '../fixtures/exec.js';
+import { skipExpression, type Suite } from './suites.js';
+
+export interface RunTarget {
+  e2eTest: string;
+  ginkgo: string;
+  kubectl: string;
+  kubeconfig: string;
+  nodes: number;
+}
+
+export interface SpecResult {
+  name: string;
+  state: string;
+  seconds: number;
+  /** The failure's or the skip's message. */
+  message: string;
+}
+
+export interface SuiteResult {
+  suite: Suite['name'];
+  title: string;
+  /** Specs the focus and skip select. */
+  selected: number;
+  passed: SpecResult[];
+  failed: SpecResult[];
+  /** Selected specs that skipped themselves at run time (e.g. a precondition the cluster lacks). */
+  skipped: SpecResult[];
+  seconds: number;
+  junit: string;
+  log: string;
+}
+
+/** The e2e.test flags for this cluster. */
+export function e2eFlags(target: RunTarget, reportDir: string, suite: Suite): string[] {
+  return [
+    '--provider=skeleton',
+    `--kubeconfig=${target.kubeconfig}`,
+    `--kubectl-path=${target.kubectl}`,
+    `--num-nodes=${target.nodes}`,
+    '--dns-domain=cluster.local',
+    `--report-dir=${reportDir}`,
+    `--report-prefix=${suite.name}_`,
+    '--disable-log-dump',
+  ];
+}
+
+/** The specs the suite selects: a dry run of e2e.test with its focus and skip. */
+export async function selectedSpecs(target: RunTarget, suite: Suite): Promise<string[]> {
+  const skip = skipExpression(suite);
+  const r = await run(target.e2eTest, ['--ginkgo.dry-run', '--ginkgo.no-color', '--ginkgo.v', `--ginkgo.focus=${suite.focus}`, ...(skip ? [`--ginkgo.skip=${skip}`] : [])]);
+  if (r.code !== 0) throw new Error(`e2e.test --ginkgo.dry-run exited ${r.code}: ${r.stderr.slice(-1000)}`);
+  return specNames(r.stdout);
+}
+
+/** Spec names from ginkgo's verbose output: the line after each separator, its labels cut. */
+function specNames(out: string): string[] {
+  const lines = out.split('\n');
+  const names: string[] = [];
+  for (let i = 0; i + 1 < lines.length; i++) {
+    if (lines[i] === SEPARATOR && lines[i + 1]!.startsWith('[sig-')) names.push(withoutLabels(lines[i + 1]!));
+  }
+  return names;
+}
+
+const SEPARATOR = '------------------------------';
+/** "[sig-network] DNS should ... [Conformance] [sig-network, Conformance]" → without the last bracket (ginkgo's label list). */
+const withoutLabels = (line: string) => line.replace(/ \[[^\]]*\]$/, '').trim();
+/** The line ginkgo -v ends each spec with: "• [12.3 seconds]", "• [FAILED] [12.3 seconds]", "S [SKIPPED] [0.1 seconds]". */
+const OUTCOME = /^(?:•|S|P) (?:\[([A-Z]+)\] )?\[([\d.]+) seconds\]$/;
+
+/** Runs the suite; `progress` gets a line per finished spec. */
+export async function runSuite(target: RunTarget, suite: Suite, dirs: { results: string; logs: string }, progress: (line: string) => void): Promise<SuiteResult> {
+  mkdirSync(dirs.results, { recursive: true });
+  mkdirSync(dirs.logs, { recursive: true });
+  const total = (await selectedSpecs(target, suite)).length;
+  const skip = skipExpression(suite);
+  const json = `${suite.name}.json`;
+  const logFile = path.join(dirs.logs, `${suite.name}.log`);
+  const argv = [
+    `--procs=${suite.procs}`,
+    '--no-color',
+    '-v',
+    '--timeout=4h',
+    `--focus=${suite.focus}`,
+    ...(skip ? [`--skip=${skip}`] : []),
+    `--output-dir=${dirs.logs}`,
+    `--json-report=${json}`,
+    target.e2eTest,
+    '--',
+    ...e2eFlags(target, dirs.results, suite),
+  ];
+  const started = Date.now();
+  const out = createWriteStream(logFile);
+  const child = spawn(target.ginkgo, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: target.kubeconfig } });
+  child.stderr.pipe(out, { end: false });
+  let current = '';
+  let done = 0;
+  let afterSeparator = false;
+  const width = String(total).length;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    out.write(`${line}\n`);
+    if (line === SEPARATOR) {
+      afterSeparator = true;
+      return;
+    }
+    if (afterSeparator && line.startsWith('[sig-')) current = withoutLabels(line);
+    afterSeparator = false;
+    const m = OUTCOME.exec(line);
+    if (m && current) {
+      done++;
+      const state = (m[1] ?? 'PASSED').toLowerCase();
+      progress(`${suite.name} [${String(done).padStart(width)}/${total}] ${state.padEnd(7)} ${Number(m[2]).toFixed(1).padStart(6)} s  ${current}`);
+      current = '';
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  out.end();
+  const seconds = (Date.now() - started) / 1000;
+  let report: any[];
+  try {
+    report = JSON.parse(readFileSync(path.join(dirs.logs, json), 'utf8'));
+  } catch (e) {
+    throw new Error(`ginkgo exited ${code} and wrote no JSON report (${(e as Error).message}); its output: ${logFile}`);
+  }
+  const specs: SpecResult[] = report
+    .flatMap((r) => r.SpecReports ?? [])
+    .filter((s: any) => s.LeafNodeType === 'It')
+    .map((s: any) => ({
+      name: [...(s.ContainerHierarchyTexts ?? []), s.LeafNodeText].join(' '),
+      state: s.State as string,
+      seconds: (s.RunTime ?? 0) / 1e9,
+      message: (s.Failure?.Message ?? '').trim(),
+    }));
+  // A spec the focus or skip filters out is "skipped" with no message and no run time; one that
+  // skipped itself (e2eskipper) says why.
+  const ran = specs.filter((s) => s.state !== 'skipped' || s.message !== '');
+  return {
+    suite: suite.name,
+    title: suite.title,
+    selected: total,
+    passed: ran.filter((s) => s.state === 'passed'),
+    failed: ran.filter((s) => s.state !== 'passed' && s.state !== 'skipped'),
+    skipped: ran.filter((s) => s.state === 'skipped'),
+    seconds,
+    junit: path.join(dirs.results, `junit_${suite.name}_01.xml`),
+    log: logFile,
+  };
+}
+
+const minutes = (s: number) => `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+
+/** The summary table (Markdown) of some suites' results, with each failure and skip named. */
+export function summaryMarkdown(results: SuiteResult[], header: string): string {
+  const rows = results.map((r) => `| ${r.title} | ${r.selected} | ${r.passed.length} | ${r.failed.length} | ${r.skipped.length} | ${minutes(r.seconds)} |`);
+  const details = results.flatMap((r) => [
+    ...(r.failed.length ? [``, `Failed in ${r.suite}:`, ...r.failed.map((s) => `- ${s.name} (${s.state}): ${s.message.split('\n')[0]!.slice(0, 300)}`)] : []),
+    ...(r.skipped.length ? [``, `Skipped at run time in ${r.suite}:`, ...r.skipped.map((s) => `- ${s.name}: ${s.message.split('\n')[0]!.slice(0, 300)}`)] : []),
+  ]);
+  return [header, '', '| suite | specs run | passed | failed | skipped | duration |', '|---|---|---|---|---|---|', ...rows, ...details, ''].join('\n');
+}
