@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds knit's OCI image offline, from Debian packages and the npm packages already installed:
-#   1. a minbase bookworm rootfs (debootstrap) with iproute2, nftables and the CNI plugins,
+#   1. a minbase bookworm rootfs (debootstrap) with iproute2, nftables, the CNI plugins and
+#      conntrack (host ports flush their mappings' entries with it),
 #      stripped of docs, locales and apt lists, cached as a tarball keyed by its inputs;
 #   2. the host's node binary (Debian bookworm ships node 18; knit needs 20), knit's build
 #      output (TypeScript, addon, knit-cni) and its production node_modules;
@@ -13,7 +14,7 @@ version=$(node -p "require('$root/package.json').version")
 tag=${1:-localhost/knit:$version}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600} # 2026-01-01T00:00:00Z
 cache=${KNIT_IMAGE_CACHE:-/var/cache/knit-test/image}
-packages=iproute2,nftables,containernetworking-plugins,libstdc++6,procps
+packages=iproute2,nftables,containernetworking-plugins,libstdc++6,procps,conntrack
 
 # --- 1. rootfs (cached by suite, package list and recipe: scripts/lib/debian-rootfs.sh) ---
 source "$root/scripts/lib/debian-rootfs.sh"

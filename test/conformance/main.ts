@@ -3,7 +3,8 @@
 // (test/fixtures/kube-full-cluster.ts), runs the chosen upstream suites (suites.ts; default
 // all three) with a progress line per spec, writes each suite's JUnit report and summary.md into
 // conformance/results/, takes the cluster down, and checks the machine is as it was.
-// --focus narrows every chosen suite to the specs that also match it (for a look at one spec).
+// --focus narrows every chosen suite to the specs that also match it (for a look at one spec);
+// --kubeconfig <file> runs against a cluster that is already up (full-up.js's) and leaves it.
 // Exit 0 when no spec failed and the machine is as found. README "Kubernetes conformance".
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { uniquePrefix } from '../helpers/names.js';
 import { Cleanup } from '../fixtures/cleanup.js';
 import { snapshotMachine, startFullCluster } from '../fixtures/kube-full-cluster.js';
-import { runSuite, summaryMarkdown, type SuiteResult } from './run.js';
+import { runSuite, summaryMarkdown, type RunTarget, type SuiteResult } from './run.js';
+import { conformanceBinaries } from '../fixtures/conformance-binaries.js';
+import { kubeBinaries } from '../fixtures/kube-binaries.js';
 import { SUITES, type Suite } from './suites.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -28,6 +31,7 @@ function arg(name: string): string | undefined {
 const names = (arg('suite') ?? 'conformance,sig-network,netpol').split(',').filter(Boolean);
 for (const n of names) if (!(n in SUITES)) throw new Error(`--suite: no suite ${JSON.stringify(n)} (there are ${Object.keys(SUITES).join(', ')})`);
 const focus = arg('focus');
+const existing = arg('kubeconfig');
 const suites: Suite[] = names.map((n) => {
   const s = SUITES[n as Suite['name']];
   return focus ? { ...s, focus: `(${s.focus}).*(${focus})|(${focus}).*(${s.focus})` } : s;
@@ -51,9 +55,15 @@ const results: SuiteResult[] = [];
 let failure = '';
 const started = Date.now();
 try {
-  const cluster = await startFullCluster(scope, { prefix: P, seg: SEG, log: (l) => log(`conformance: ${l}`) });
-  const kubectlVersion = execFileSync(cluster.cp.bins.kubectl, ['version', '--kubeconfig', cluster.cp.adminKubeconfig, '-o', 'json'], { encoding: 'utf8' });
-  const target = { e2eTest: cluster.bins.e2eTest, ginkgo: cluster.bins.ginkgo, kubectl: cluster.cp.bins.kubectl, kubeconfig: cluster.cp.adminKubeconfig, nodes: cluster.nodes.length };
+  let target: RunTarget;
+  if (existing) {
+    const [bins, kube] = [await conformanceBinaries(), await kubeBinaries()];
+    target = { e2eTest: bins.e2eTest, ginkgo: bins.ginkgo, kubectl: kube.kubectl, kubeconfig: existing, nodes: 2 };
+  } else {
+    const cluster = await startFullCluster(scope, { prefix: P, seg: SEG, log: (l) => log(`conformance: ${l}`) });
+    target = { e2eTest: cluster.bins.e2eTest, ginkgo: cluster.bins.ginkgo, kubectl: cluster.cp.bins.kubectl, kubeconfig: cluster.cp.adminKubeconfig, nodes: cluster.nodes.length };
+  }
+  const kubectlVersion = execFileSync(target.kubectl, ['version', '--kubeconfig', target.kubeconfig, '-o', 'json'], { encoding: 'utf8' });
   mkdirSync(resultsDir, { recursive: true });
   for (const s of suites) {
     rmSync(path.join(resultsDir, `junit_${s.name}_01.xml`), { force: true });

@@ -72,8 +72,9 @@ function specNames(out: string): string[] {
 }
 
 const SEPARATOR = '------------------------------';
-/** "[sig-network] DNS should ... [Conformance] [sig-network, Conformance]" → without the last bracket (ginkgo's label list). */
-const withoutLabels = (line: string) => line.replace(/ \[[^\]]*\]$/, '').trim();
+/** "[sig-network] HostPort [It] validates ... [Conformance] [sig-network, Conformance]" → without
+ * ginkgo's label list (the last bracket) and its "[It]" marker (on failures). */
+const withoutLabels = (line: string) => line.replace(/ \[[^\]]*\]$/, '').replace(' [It] ', ' ').trim();
 /** The line ginkgo -v ends each spec with: "• [12.3 seconds]", "• [FAILED] [12.3 seconds]", "S [SKIPPED] [0.1 seconds]". */
 const OUTCOME = /^(?:•|S|P) (?:\[([A-Z]+)\] )?\[([\d.]+) seconds\]$/;
 
@@ -102,24 +103,31 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
   const out = createWriteStream(logFile);
   const child = spawn(target.ginkgo, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: target.kubeconfig } });
   child.stderr.pipe(out, { end: false });
-  let current = '';
+  // Each spec's block starts with a separator; its name line and its outcome line come in
+  // either order (a serial run prints the name first, a parallel one the whole block when done).
+  let name = '';
+  let outcome: RegExpExecArray | null = null;
   let done = 0;
-  let afterSeparator = false;
+  let lineInBlock = 0;
   const width = String(total).length;
   createInterface({ input: child.stdout }).on('line', (line) => {
     out.write(`${line}\n`);
     if (line === SEPARATOR) {
-      afterSeparator = true;
+      name = '';
+      outcome = null;
+      lineInBlock = 0;
       return;
     }
-    if (afterSeparator && line.startsWith('[sig-')) current = withoutLabels(line);
-    afterSeparator = false;
-    const m = OUTCOME.exec(line);
-    if (m && current) {
+    lineInBlock++;
+    if (lineInBlock <= 2 && !name && line.startsWith('[sig-')) name = withoutLabels(line);
+    outcome ??= OUTCOME.exec(line);
+    if (name && outcome) {
       done++;
-      const state = (m[1] ?? 'PASSED').toLowerCase();
-      progress(`${suite.name} [${String(done).padStart(width)}/${total}] ${state.padEnd(7)} ${Number(m[2]).toFixed(1).padStart(6)} s  ${current}`);
-      current = '';
+      const state = (outcome[1] ?? 'PASSED').toLowerCase();
+      progress(`${suite.name} [${String(done).padStart(width)}/${total}] ${state.padEnd(7)} ${Number(outcome[2]).toFixed(1).padStart(6)} s  ${name}`);
+      name = '';
+      outcome = null;
+      lineInBlock = 99;
     }
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
