@@ -19,6 +19,8 @@ export interface DaemonOptions {
   subnet: string;
   subnet6?: string;
   mode?: 'bridge' | 'routed';
+  /** More fields of the test's own network (e.g. { hairpin: false }). */
+  network?: Record<string, unknown>;
   extraNetworks?: object[];
   config?: Record<string, unknown>;
   env?: Record<string, string>;
@@ -79,6 +81,7 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
         bridge: `${o.prefix}br`,
         ipv4: { subnet: o.subnet },
         ...(o.subnet6 ? { ipv6: { subnet: o.subnet6 } } : {}),
+        ...o.network,
       },
       ...(o.extraNetworks ?? []),
     ],
@@ -260,10 +263,10 @@ export function pingFrom(netns: string | undefined, target: string): boolean {
   }
 }
 
-export async function eventually<T>(fn: () => T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn(); // a check that reads asynchronously is awaited, never taken as its promise
     if (v) return v;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
