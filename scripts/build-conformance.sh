@@ -2,6 +2,7 @@
 # Build what the Kubernetes conformance run needs beside the test cluster (README "Kubernetes
 # conformance"), from the Go module proxy and Debian packages only:
 #   bin/e2e.test bin/ginkgo bin/kube-proxy bin/agnhost  (k8s.io/kubernetes, scripts/conformance/kubernetes)
+#   bin/regression-issue-74839                          (the same: a Conntrack spec's server)
 #   bin/coredns                                         (github.com/coredns/coredns, scripts/conformance/coredns)
 #   bin/pause                                           (build/pause/linux/pause.c of the same release, gcc -static)
 #   images/*.tar                                        (docker archives named as `e2e.test --list-images`
@@ -55,7 +56,7 @@ kube_ldflags="-s -w -X $kv.gitVersion=$KUBERNETES_VERSION -X $kv.gitMajor=1 -X $
 # would need a module they lack fails instead of editing the checked-in go.mod.
 export GOFLAGS="-mod=readonly -buildvcs=false"
 step "kubernetes: downloading modules" kubernetes go mod download
-step "kubernetes: ginkgo, kube-proxy, agnhost" kubernetes go build -trimpath -ldflags "$kube_ldflags" -o "$out/bin/" tool
+step "kubernetes: ginkgo, kube-proxy, agnhost, regression-issue-74839" kubernetes go build -trimpath -ldflags "$kube_ldflags" -o "$out/bin/" tool
 step "kubernetes: e2e.test" kubernetes go test -c -trimpath -ldflags "$kube_ldflags" -o "$out/bin/e2e.test" k8s.io/kubernetes/test/e2e
 step "coredns: downloading modules" coredns go mod download
 step "coredns" coredns go build -trimpath -ldflags "-s -w" -o "$out/bin/" tool

@@ -33,15 +33,16 @@ e2e_image() {
   case $reg in
     PromoterE2eRegistry) reg=registry.k8s.io/e2e-test-images ;;
     GcRegistry) reg=registry.k8s.io ;;
+    BuildImageRegistry) reg=registry.k8s.io/build-image ;;
     *) echo "images: $1 is in registry $reg, which this script does not map" >&2; return 1 ;;
   esac
   echo "$reg/$name:$tag"
 }
 
-# dig and nslookup (bind9-dnsutils), curl, nc with -u (netcat-openbsd), ip and ss (iproute2),
-# ping, bash, ps: what the network specs exec inside agnhost; nginx for the nginx image;
-# busybox-static for the busybox image.
-packages=bash,curl,netcat-openbsd,bind9-dnsutils,iproute2,iputils-ping,procps,nginx-light,busybox-static
+# dig and nslookup (bind9-dnsutils), curl, wget, nc with -u (netcat-openbsd), ip and ss
+# (iproute2), ping, bash, ps: what the network specs exec inside agnhost; conntrack and iptables
+# for distroless-iptables; nginx for the nginx image; busybox-static for the busybox image.
+packages=bash,curl,wget,netcat-openbsd,bind9-dnsutils,iproute2,iputils-ping,procps,conntrack,iptables,nginx-light,busybox-static
 rootfs=$(debian_rootfs "${KNIT_IMAGE_CACHE:-/var/cache/knit-test/image}" bookworm "$packages")
 
 scratch=$(mktemp -d /tmp/knit-conformance-images.XXXXXX)
@@ -125,6 +126,17 @@ printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:
 printf 'root:x:0:\nnobody:x:65534:\n' >"$d/etc/group"
 chmod 1777 "$d/tmp"
 image e2e "$(e2e_image BusyBox)" busybox "$(layer "$d")" -- --entrypoint '[]' --cmd '["sh"]'
+
+# --- distroless-iptables: the rootfs (iptables, conntrack, a shell); a kube-proxy spec lists
+# conntrack entries from a host-network pod of it.
+image e2e "$(e2e_image DistrolessIptables)" distroless-iptables "$rootfs" -- --workingdir / --entrypoint '[]' --cmd '["bash"]'
+
+# --- regression-issue-74839: its server (the release's test/images/regression-issue-74839) on
+# the rootfs, as upstream's on debian-base.
+d=$scratch/regression; mkdir -p "$d"
+install -m 0755 "$bin/regression-issue-74839" "$d/regression-issue-74839"
+image e2e "$(e2e_image RegressionIssue74839)" regression-issue-74839 "$rootfs" "$(layer "$d")" -- \
+  --workingdir / --entrypoint '["/regression-issue-74839"]' --cmd '[]'
 
 # --- pause: upstream's pause.c (bin/pause), as the sandbox image and for the specs' pause pods.
 d=$scratch/pause; mkdir -p "$d"

@@ -2,8 +2,8 @@
 # Regenerate the two build modules beside this script from scripts/kube/versions.env; commit
 # the result (scripts/build-conformance.sh keys its cache entry on them).
 #   kubernetes/  the kube wrapper's requirements and replaces (scripts/kube/kubernetes/go.mod,
-#                made by scripts/kube/pin.sh) with the conformance tools: agnhost, kube-proxy and
-#                the ginkgo CLI; e2e.test is `go test -c` of k8s.io/kubernetes/test/e2e, whose
+#                made by scripts/kube/pin.sh) with the conformance tools: agnhost, kube-proxy,
+#                the ginkgo CLI and a spec's server (regression-issue-74839); e2e.test is `go test -c` of k8s.io/kubernetes/test/e2e, whose
 #                test-only dependencies `go mod tidy` does not see, so their sums are added by
 #                listing that package's test dependencies.
 #   coredns/     CoreDNS's main module at COREDNS_VERSION (its own requirements: a separate
@@ -27,6 +27,7 @@ tool (\
 	github.com/onsi/ginkgo/v2/ginkgo\
 	k8s.io/kubernetes/cmd/kube-proxy\
 	k8s.io/kubernetes/test/images/agnhost\
+	k8s.io/kubernetes/test/images/regression-issue-74839\
 )' "$here/../kube/kubernetes/go.mod"
 } >"$here/kubernetes/go.mod"
 cp "$here/../kube/kubernetes/go.sum" "$here/kubernetes/go.sum"

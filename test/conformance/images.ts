@@ -13,7 +13,7 @@ export const NOT_BUILT: { pattern: RegExp; reason: string }[] = [
     reason: 'image-pull specs of [sig-node] (private and invalid registries)',
   },
   {
-    pattern: /^registry\.k8s\.io\/e2e-test-images\/(node-perf\/|(apparmor-loader|ipc-utils|nonewprivs|nonroot|perl|kitten|nautilus|regression-issue-74839|resource-consumer|sample-apiserver):)/,
+    pattern: /^registry\.k8s\.io\/e2e-test-images\/(node-perf\/|(apparmor-loader|ipc-utils|nonewprivs|nonroot|perl|kitten|nautilus|resource-consumer|sample-apiserver):)/,
     reason: 'node, apps, auth and API-machinery specs',
   },
   {
@@ -21,7 +21,7 @@ export const NOT_BUILT: { pattern: RegExp; reason: string }[] = [
     reason: 'apps and kubectl specs (rolling updates between two versions), storage and DRA manifests',
   },
   {
-    pattern: /^registry\.k8s\.io\/(etcd:|build-image\/distroless-iptables:)/,
-    reason: 'control-plane upgrade and kube-proxy image specs, which run components as pods',
+    pattern: /^registry\.k8s\.io\/etcd:/,
+    reason: 'etcd as a pod: control-plane specs',
   },
 ];

@@ -66,7 +66,7 @@ try {
   const kubectlVersion = execFileSync(target.kubectl, ['version', '--kubeconfig', target.kubeconfig, '-o', 'json'], { encoding: 'utf8' });
   mkdirSync(resultsDir, { recursive: true });
   for (const s of suites) {
-    rmSync(path.join(resultsDir, `junit_${s.name}_01.xml`), { force: true });
+    rmSync(path.join(resultsDir, `junit_${s.name}.xml`), { force: true });
     log(`conformance: suite ${s.name}: ${s.title}`);
     const r = await runSuite(target, s, { results: resultsDir, logs }, log);
     results.push(r);

@@ -1,9 +1,10 @@
 // Runs one upstream e2e suite (suites.ts) against a cluster with the ginkgo CLI and e2e.test,
 // as kind's and the CNIs' CI jobs do (--provider=skeleton: a cluster that is just there):
-// a progress line per spec as it ends, the e2e framework's JUnit report in the results dir,
-// ginkgo's JSON report and the full output in the log dir, and a result to summarise.
+// a progress line per spec as it ends, the e2e framework's JUnit report copied into the results
+// dir, ginkgo's JSON report, the full output and the framework's dumps of failed specs'
+// namespaces in the log dir, and a result to summarise.
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { run } from '../fixtures/exec.js';
@@ -73,8 +74,8 @@ function specNames(out: string): string[] {
 
 const SEPARATOR = '------------------------------';
 /** "[sig-network] HostPort [It] validates ... [Conformance] [sig-network, Conformance]" → without
- * ginkgo's label list (the last bracket) and its "[It]" marker (on failures). */
-const withoutLabels = (line: string) => line.replace(/ \[[^\]]*\]$/, '').replace(' [It] ', ' ').trim();
+ * ginkgo's label list (the last bracket) and the node it ended in ("[It]", "[BeforeEach]"). */
+const withoutLabels = (line: string) => line.replace(/ \[[^\]]*\]$/, '').replace(/ \[(It|BeforeEach|AfterEach|JustBeforeEach|JustAfterEach|BeforeAll|AfterAll)\] /, ' ').trim();
 /** The line ginkgo -v ends each spec with: "• [12.3 seconds]", "• [FAILED] [12.3 seconds]", "S [SKIPPED] [0.1 seconds]". */
 const OUTCOME = /^(?:•|S|P) (?:\[([A-Z]+)\] )?\[([\d.]+) seconds\]$/;
 
@@ -97,7 +98,7 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
     `--json-report=${json}`,
     target.e2eTest,
     '--',
-    ...e2eFlags(target, dirs.results, suite),
+    ...e2eFlags(target, dirs.logs, suite),
   ];
   const started = Date.now();
   const out = createWriteStream(logFile);
@@ -132,6 +133,12 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   out.end();
+  const junit = path.join(dirs.results, `junit_${suite.name}.xml`);
+  try {
+    copyFileSync(path.join(dirs.logs, `junit_${suite.name}_01.xml`), junit);
+  } catch {
+    /* ginkgo wrote no report: the JSON check below says why */
+  }
   const seconds = (Date.now() - started) / 1000;
   let report: any[];
   try {
@@ -159,7 +166,7 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
     failed: ran.filter((s) => s.state !== 'passed' && s.state !== 'skipped'),
     skipped: ran.filter((s) => s.state === 'skipped'),
     seconds,
-    junit: path.join(dirs.results, `junit_${suite.name}_01.xml`),
+    junit,
     log: logFile,
   };
 }

@@ -5,13 +5,21 @@
 // (the reply goes back through conntrack only because knit has its bridge hand bridged IPv4 to
 // the IP hooks; the node's global bridge-nf-call-iptables is 0) and on the other node, a pod
 // reaches itself through its own Service (hairpin), names resolve through CoreDNS, a NodePort
-// answers on both nodes, and ClientIP session affinity sticks. The teardown check compares the
-// machine with what it was before: no process, netns, mount, link, nft table, route or file left.
+// answers on both nodes, and ClientIP session affinity sticks. Then Kubernetes' own
+// [sig-network] Conformance specs run against it (e2e.test and ginkgo of the cluster's release,
+// test/conformance/): every one must pass, none skipped; a failure names the specs and their
+// messages. The teardown check compares the machine with what it was before: no process, netns,
+// mount, link, nft table, route or file left. `npm run conformance` runs the longer suites.
 import test from 'ava';
 import { fileScope } from '../fixtures/kube-cluster.js';
 import { snapshotMachine, startFullCluster, KNIT_BRIDGE, type FullCluster } from '../fixtures/kube-full-cluster.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { must } from '../fixtures/exec.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runSuite, selectedSpecs } from '../conformance/run.js';
+import { SUITES } from '../conformance/suites.js';
 
 const P = uniquePrefix('kfc');
 const SEG = 204;
@@ -45,7 +53,8 @@ const curl = (pod: string, url: string) => exec(pod, 'curl', '-sS', '--max-time'
 const clusterIP = async (svc: string) => (await c.cp.getJson('get', 'service', '-n', NS, svc)).spec.clusterIP as string;
 const podIP = async (pod: string) => (await c.cp.getJson('get', 'pod', '-n', NS, pod)).status.podIP as string;
 
-test.before(async () => {
+test.before(async (t) => {
+  t.timeout(1_800_000); // bring-up: knit's image, two nodes, the DaemonSet, CoreDNS
   c = await startFullCluster(scope, { prefix: P, seg: SEG });
 });
 
@@ -119,6 +128,20 @@ test.serial('Services: a pod reaches a Service on its own bridge and on the othe
   for (let i = 0; i < 10; i++) answers.add(await curl('client', `http://${ipPair}/hostname`));
   t.is(answers.size, 1, `ClientIP affinity: one backend for all 10 requests (${[...answers]})`);
   t.true(['web-1', 'web-2'].includes([...answers][0]!), 'and it is one of the pair');
+});
+
+test.serial('Kubernetes\' [sig-network] Conformance specs all pass, none skipped', async (t) => {
+  t.timeout(3_600_000);
+  await c.cp.kubectl('delete', 'namespace', NS, '--wait=true', '--timeout=120s').catch(() => undefined);
+  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}conformance-`));
+  t.teardown(() => (process.env.KNIT_KEEP_KUBE_DIR ? undefined : rmSync(dir, { recursive: true, force: true })));
+  const target = { e2eTest: c.bins.e2eTest, ginkgo: c.bins.ginkgo, kubectl: c.cp.bins.kubectl, kubeconfig: c.cp.adminKubeconfig, nodes: c.nodes.length };
+  const suite = SUITES.conformance;
+  const expected = await selectedSpecs(target, suite);
+  const r = await runSuite(target, suite, { results: dir, logs: dir }, (line) => process.stderr.write(`${line}\n`));
+  t.deepEqual(r.failed.map((s) => `${s.name}: ${s.message.split('\n')[0]}`), [], `failed specs (full output: ${r.log}, kept with KNIT_KEEP_KUBE_DIR)`);
+  t.deepEqual(r.skipped.map((s) => `${s.name}: ${s.message.split('\n')[0]}`), [], 'skipped specs');
+  t.deepEqual(r.passed.map((s) => s.name).sort(), expected.sort(), 'every selected spec passed');
 });
 
 // After fileScope's teardown (registered first, so it runs first).
