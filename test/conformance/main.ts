@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { uniquePrefix } from '../helpers/names.js';
 import { Cleanup } from '../fixtures/cleanup.js';
 import { snapshotMachine, startFullCluster } from '../fixtures/kube-full-cluster.js';
-import { runSuite, summaryMarkdown, type RunTarget, type SuiteResult } from './run.js';
+import { abortRuns, runSuite, summaryMarkdown, type RunTarget, type SuiteResult } from './run.js';
 import { conformanceBinaries } from '../fixtures/conformance-binaries.js';
 import { kubeBinaries } from '../fixtures/kube-binaries.js';
 import { SUITES, type Suite } from './suites.js';
@@ -48,6 +48,7 @@ let interrupted = false;
 process.on('SIGINT', () => {
   interrupted = true;
   console.log('conformance: interrupted; tearing down');
+  abortRuns();
   void cleanup.run().finally(() => process.exit(130));
 });
 

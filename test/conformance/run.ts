@@ -79,6 +79,18 @@ const withoutLabels = (line: string) => line.replace(/ \[[^\]]*\]$/, '').replace
 /** The line ginkgo -v ends each spec with: "• [12.3 seconds]", "• [FAILED] [12.3 seconds]", "S [SKIPPED] [0.1 seconds]". */
 const OUTCOME = /^(?:•|S|P) (?:\[([A-Z]+)\] )?\[([\d.]+) seconds\]$/;
 
+const running = new Set<number>();
+/** Ends every suite run in progress, ginkgo and its e2e.test processes (an interrupted run). */
+export function abortRuns(): void {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+}
+
 /** Runs the suite; `progress` gets a line per finished spec. */
 export async function runSuite(target: RunTarget, suite: Suite, dirs: { results: string; logs: string }, progress: (line: string) => void): Promise<SuiteResult> {
   mkdirSync(dirs.results, { recursive: true });
@@ -102,7 +114,9 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
   ];
   const started = Date.now();
   const out = createWriteStream(logFile);
-  const child = spawn(target.ginkgo, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: target.kubeconfig } });
+  // A process group of its own: ginkgo and its e2e.test processes end together (abortRuns).
+  const child = spawn(target.ginkgo, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: target.kubeconfig }, detached: true });
+  running.add(child.pid!);
   child.stderr.pipe(out, { end: false });
   // Each spec's block starts with a separator; its name line and its outcome line come in
   // either order (a serial run prints the name first, a parallel one the whole block when done).
@@ -132,6 +146,7 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
     }
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  running.delete(child.pid!);
   out.end();
   const junit = path.join(dirs.results, `junit_${suite.name}.xml`);
   try {
