@@ -19,6 +19,7 @@
         "native/src/handle.cc",
         "native/src/tun.cc",
         "native/src/sysctl.cc",
+        "native/src/proc_sys.cc",
         "native/src/child_exec.cc",
         "native/src/child_exec_js.cc",
         "native/src/nl/message.cc",

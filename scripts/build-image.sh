@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds knit's OCI image offline, from Debian packages and the npm packages already installed:
-#   1. a minbase bookworm rootfs (debootstrap) with iproute2, nftables and the CNI plugins,
+#   1. a minbase bookworm rootfs (debootstrap) with iproute2, nftables, the CNI plugins and
+#      conntrack (host ports flush their mappings' entries with it),
 #      stripped of docs, locales and apt lists, cached as a tarball keyed by its inputs;
 #   2. the host's node binary (Debian bookworm ships node 18; knit needs 20), knit's build
 #      output (TypeScript, addon, knit-cni) and its production node_modules;
@@ -13,26 +14,11 @@ version=$(node -p "require('$root/package.json').version")
 tag=${1:-localhost/knit:$version}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600} # 2026-01-01T00:00:00Z
 cache=${KNIT_IMAGE_CACHE:-/var/cache/knit-test/image}
-suite=bookworm
-packages=iproute2,nftables,containernetworking-plugins,libstdc++6,procps
-mkdir -p "$cache"
+packages=iproute2,nftables,containernetworking-plugins,libstdc++6,procps,conntrack
 
-# --- 1. rootfs (cached by suite, package list and this recipe) ---
-recipe=$(sed -n '/^# --- 1/,/^# --- 2/p' "$0")
-key=$(printf '%s\n%s\n%s\n' "$suite" "$packages" "$recipe" | sha256sum | cut -c1-16)
-rootfs_tar=$cache/rootfs-$suite-$key.tar
-if [[ ! -s $rootfs_tar ]]; then
-  work=$(mktemp -d "$cache/rootfs.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
-  debootstrap --variant=minbase --include="$packages" "$suite" "$work/fs" >&2
-  rm -rf "$work/fs"/usr/share/{doc,man,info,locale,lintian,bash-completion} \
-    "$work/fs"/var/lib/apt/lists/* "$work/fs"/var/cache/apt/* "$work/fs"/var/cache/debconf/*-old \
-    "$work/fs"/var/log/* "$work/fs"/tmp/* "$work/fs"/etc/machine-id "$work/fs"/etc/hostname
-  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime --numeric-owner --xattrs \
-    -C "$work/fs" -cf "$work/rootfs.tar" .
-  mv "$work/rootfs.tar" "$rootfs_tar"
-  rm -rf "$work"; trap - EXIT
-fi
+# --- 1. rootfs (cached by suite, package list and recipe: scripts/lib/debian-rootfs.sh) ---
+source "$root/scripts/lib/debian-rootfs.sh"
+rootfs_tar=$(debian_rootfs "$cache" bookworm "$packages")
 
 # --- 2. knit itself: build output and production dependencies ---
 app=$(mktemp -d /tmp/knit-image-app.XXXXXX)
@@ -47,7 +33,8 @@ cp -a "$root"/{package.json,package-lock.json,bin,proto} "$app/opt/knit/"
 cp -a "$root/build/src" "$root/build/runtimes" "$app/opt/knit/build/"
 cp "$root/build/native/Release/knit_native.node" "$app/opt/knit/build/native/Release/"
 cp "$root/build/native/knit-cni" "$app/opt/knit/build/native/"
-cp -a "$root/node_modules" "$app/opt/knit/"
+# node_modules/. : a worktree's node_modules may be a symlink to another checkout's.
+mkdir -p "$app/opt/knit/node_modules" && cp -a "$root/node_modules/." "$app/opt/knit/node_modules/"
 (cd "$app/opt/knit" && npm prune --omit=dev --offline --no-audit --no-fund >/dev/null 2>&1)
 install -m 0755 "$(readlink -f "$(command -v node)")" "$app/usr/local/bin/node"
 ln -s /opt/knit/bin/knit "$app/usr/local/bin/knit"

@@ -28,8 +28,10 @@ step('typescript (tsc)', process.execPath, ['node_modules/typescript/bin/tsc', '
 // of minutes, far past ava's timeout, so it happens here, with progress, when the whole suite
 // runs or a selected file uses the kube fixtures. Once cached it is a hash and an exit.
 const files = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const usesKube = (f) => existsSync(f) && /fixtures\/kube-/.test(readFileSync(f, 'utf8'));
-if (files.length === 0 || files.some(usesKube)) step('kube binaries (scripts/build-kube.sh)', 'bash', ['scripts/build-kube.sh']);
+const uses = (re) => (f) => existsSync(f) && re.test(readFileSync(f, 'utf8'));
+if (files.length === 0 || files.some(uses(/fixtures\/kube-/))) step('kube binaries (scripts/build-kube.sh)', 'bash', ['scripts/build-kube.sh']);
+// The conformance tests' e2e.test, kube-proxy, CoreDNS and images: the same, another entry.
+if (files.length === 0 || files.some(uses(/fixtures\/(conformance-|kube-full-cluster)/))) step('conformance binaries (scripts/build-conformance.sh)', 'bash', ['scripts/build-conformance.sh']);
 
 // npm puts its own bin dirs (node_modules/.bin, npm's node-gyp shim) first on PATH, and ava's
 // dependency @vercel/nft installs a bin named `nft` there: a test that runs `nft` would get a

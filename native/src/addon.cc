@@ -13,6 +13,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   knit::InitDescribeBindings(env, exports);
   knit::InitSpawnBindings(env, exports);
   knit::InitPacketTapsBindings(env, exports);
+  knit::InitProcSysBindings(env, exports);
   knit::Handle::Init(env, exports);
   return exports;
 }

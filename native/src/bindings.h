@@ -11,5 +11,6 @@ void InitMonitorBindings(Napi::Env env, Napi::Object exports);   // monitor_js.c
 void InitDescribeBindings(Napi::Env env, Napi::Object exports);  // nl/describe_js.cc
 void InitSpawnBindings(Napi::Env env, Napi::Object exports);     // child_exec_js.cc
 void InitPacketTapsBindings(Napi::Env env, Napi::Object exports);  // packet_taps_js.cc
+void InitProcSysBindings(Napi::Env env, Napi::Object exports);     // proc_sys.cc
 
 }  // namespace knit

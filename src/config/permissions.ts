@@ -3,8 +3,11 @@
 // or directory another user can write lets that user steer a root daemon. So knit refuses to
 // start, naming the path, its mode and owner, when one of them (or a directory above it) is
 // writable by someone other than root and knit's own uid. A sticky directory (/tmp) above is
-// fine: others can add entries there but not rename or remove knit's.
-import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
+// fine: others can add entries there but not rename or remove knit's. So is anything on a
+// read-only mount, whatever its mode: no one writes there, and only root could remount it (a
+// ConfigMap volume's directory is 0777, as every emptyDir is, and the DaemonSet mounts it
+// read-only).
+import { lstatSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { KnitError } from '../base/errors.js';
 import type { KnitConfig } from './resolve.js';
@@ -34,8 +37,33 @@ function lstatIfAny(p: string): Stats | undefined {
   }
 }
 
+/** Mount points (/proc/self/mountinfo, field 5, octal escapes decoded) whose mount is read-only. */
+function readOnlyMounts(): { all: Set<string>; readOnly: Set<string> } {
+  const all = new Set<string>();
+  const readOnly = new Set<string>();
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 6) continue;
+    const point = f[4]!.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    all.add(point);
+    // A later mount on the same point hides the earlier one: the last line decides.
+    if (f[5]!.split(',').includes('ro')) readOnly.add(point);
+    else readOnly.delete(point);
+  }
+  return { all, readOnly };
+}
+
+/** Whether the (real) path lies on a read-only mount: its deepest mount point's. */
+function onReadOnlyMount(p: string, mounts: ReturnType<typeof readOnlyMounts>): boolean {
+  for (let at = p; ; at = path.dirname(at)) {
+    if (mounts.all.has(at)) return mounts.readOnly.has(at);
+    if (at === '/') return false;
+  }
+}
+
 /** The first problem with p itself or, when p exists, with a directory above it (sticky ones
- * pass). A path that does not exist yet is checked from its deepest existing directory. */
+ * pass, and so does anything on a read-only mount). A path that does not exist yet is checked
+ * from its deepest existing directory. */
 export function pathProblem(p: string, uid = process.getuid?.() ?? 0, gid = process.getgid?.() ?? 0): string | undefined {
   let at = path.resolve(p);
   let self = true;
@@ -55,9 +83,10 @@ export function pathProblem(p: string, uid = process.getuid?.() ?? 0, gid = proc
       self = false;
     }
   }
+  let mounts: ReturnType<typeof readOnlyMounts> | undefined;
   for (;;) {
     const problem = ownProblem(at, statSync(at), uid, gid, !self);
-    if (problem) return problem;
+    if (problem && !onReadOnlyMount(at, (mounts ??= readOnlyMounts()))) return problem;
     if (at === '/') return undefined;
     at = path.dirname(at);
     self = false;

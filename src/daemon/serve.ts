@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { diffNetworks, loadConfig, watchConfig, type KnitConfig, type NetworkConfig } from '../config/index.js';
 import { refuseInsecureDirs } from '../config/permissions.js';
+import { makeProcSysWritable } from '../net/proc-sys.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { DaemonActionRunner } from './action-runner.js';
@@ -71,6 +72,13 @@ export async function serve(opts: ServeOptions): Promise<void> {
   log.info({ config: loaded.source }, 'knit starting');
   // Before anything is made: a directory another user can write would steer a root daemon.
   refuseInsecureDirs(config);
+  // Run from the DaemonSet, the runtime hands knit /proc/sys read-only; it writes the node's
+  // network sysctls (src/net/proc-sys.ts). Elsewhere this changes nothing.
+  try {
+    if (makeProcSysWritable()) log.info('remounted /proc/sys read-write in knit\'s own mount namespace (a container runtime mounted it read-only)');
+  } catch (e) {
+    log.warn({ err: (e as Error).message }, '/proc/sys is read-only and knit cannot remount it: sysctl changes (forwarding, route_localnet) will fail');
+  }
 
   await mkdir(config.runDir, { recursive: true, mode: 0o700 });
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });

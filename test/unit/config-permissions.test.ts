@@ -4,6 +4,8 @@ import test from 'ava';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { pathProblem } from '../../src/config/permissions.js';
 
 const uid = process.getuid!();
@@ -50,4 +52,19 @@ test('group-writable is fine for knit\'s own group', (t) => {
   chmodSync(dir, 0o770);
   t.is(pathProblem(dir, uid, gid), undefined);
   // Another group's case needs chown: test/kernel/daemon-insecure-modes.test.ts.
+});
+
+test('a world-writable dir on a read-only mount is fine, as a ConfigMap volume mounted readOnly is (0777, as every emptyDir); the same dir writable is not', (t) => {
+  const dir = scratch(t);
+  const volume = path.join(dir, 'etc-knit');
+  mkdirSync(volume);
+  chmodSync(volume, 0o777);
+  writeFileSync(path.join(volume, 'config.yaml'), '{}', { mode: 0o644 });
+  const permissions = fileURLToPath(new URL('../../src/config/permissions.js', import.meta.url));
+  const check = `import(${JSON.stringify(permissions)}).then((m) => console.log(JSON.stringify([m.pathProblem(${JSON.stringify(volume)}), m.pathProblem(${JSON.stringify(path.join(volume, 'config.yaml'))})])))`;
+  // A read-only bind mount of it, in a mount namespace of the check's own (nothing reaches the machine's).
+  const out = execFileSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-ec', `mount --bind ${volume} ${volume}; mount -o remount,bind,ro ${volume}; exec ${process.execPath} -e '${check}'`], { encoding: 'utf8' });
+  t.deepEqual(JSON.parse(out), [null, null], 'read-only: no problem with the dir or the file in it');
+  t.regex(pathProblem(volume, uid, gid) ?? '', /\(mode 0777, .*\) is world-writable$/, 'writable: refused');
+  t.regex(pathProblem(path.join(volume, 'config.yaml'), uid, gid) ?? '', /etc-knit \(mode 0777/);
 });
