@@ -6,6 +6,7 @@ import { DEFAULT_RUNTIME, RUNTIME_CHOICES, isRuntimeKind } from '../base/runtime
 import { CniError } from '../cni/spec.js';
 import type { PluginConfig } from './request.js';
 import type { WireBandwidth, WirePortMapping } from '../api/wire-types.js';
+import { goField } from '../netattach/go-json.js';
 
 /** Which CNI network (conflist name) attached a sandbox: GC only touches its own. */
 export const CNI_NETWORK_LABEL = 'knit.dev/cni-network';
@@ -48,12 +49,7 @@ const num = (v: unknown): string | number => (typeof v === 'number' || typeof v 
  * regard to case): containerd's CRI plugin sends go-cni structs with no JSON tags
  * ({"HostPort":..,"ContainerPort":..}), and the Go plugins it was written against accept them.
  */
-function field(o: Record<string, unknown>, key: string): unknown {
-  if (key in o) return o[key];
-  const lower = key.toLowerCase();
-  const k = Object.keys(o).find((x) => x.toLowerCase() === lower);
-  return k === undefined ? undefined : o[k];
-}
+const field = goField;
 
 function logicNetworkOf(conf: PluginConfig): string | undefined {
   const args = conf.args;
