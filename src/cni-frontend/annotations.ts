@@ -14,7 +14,8 @@ export const CNI_NETWORK_LABEL = 'knit.dev/cni-network';
 export const RUNTIME_ANNOTATION = 'knit.dev/runtime';
 /** Pod annotation: the interface binding as a JSON object of strings, e.g. {"mode":"tcfilter"}. */
 export const BINDING_ANNOTATION = 'knit.dev/binding';
-const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
+/** containerd's capability: the sandbox's annotations, which are the pod's. */
+export const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
 /** KubeVirt adds a binding plugin's NetworkAttachmentDefinition to the pod after the network's
  * own, with this cni-arg (Multus passes it as args.cni): the VMI network the binding serves. */
 const LOGIC_NETWORK_ARG = 'logicNetworkName';

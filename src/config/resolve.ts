@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
+import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetwork, type RawPool, type RawSecondaryNetworks, type LOG_LEVELS } from './schema.js';
 import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
@@ -86,17 +86,22 @@ export interface KnitConfig {
   networks: NetworkConfig[];
   /** The DRA driver (schema.ts); absent: off. */
   dra?: DraSettings;
+  /** knit in Multus's place (schema.ts); absent: off. */
+  secondaryNetworks?: SecondaryNetworksSettings;
 }
 
 export type DraSettings = RawDra;
+/** schema.ts's block, the literal definitions' configs as text. */
+export type SecondaryNetworksSettings = Omit<RawSecondaryNetworks, 'definitions'> & { definitions?: Record<string, string> };
 
 export function resolveConfig(raw: RawConfig): KnitConfig {
-  const { defaultNetwork, metricsAddress, networks, cluster, dra, ...rest } = raw;
+  const { defaultNetwork, metricsAddress, networks, cluster, dra, secondaryNetworks, ...rest } = raw;
   return {
     ...rest,
     ...(metricsAddress !== undefined && { metricsAddress }),
     ...(cluster && { cluster: resolveCluster(cluster) }),
     ...(dra !== undefined && { dra }),
+    ...(secondaryNetworks && { secondaryNetworks: resolveSecondary(secondaryNetworks) }),
     defaultNetwork: defaultNetwork ?? networks[0].name,
     networks: networks.map(resolveNetwork),
   };
@@ -133,6 +138,12 @@ function resolveCluster(c: RawCluster): ClusterSettings {
     clusterCIDRs: cidrs(c.clusterCIDRs),
     serviceCIDRs: cidrs(c.serviceCIDRs),
   };
+}
+
+function resolveSecondary(s: RawSecondaryNetworks): SecondaryNetworksSettings {
+  const { definitions, ...rest } = s;
+  if (!definitions) return rest;
+  return { ...rest, definitions: Object.fromEntries(Object.entries(definitions).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])) };
 }
 
 function resolveCni(c: RawCni): CniSettings {

@@ -46,7 +46,7 @@ export interface ServeOptions {
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra', 'secondaryNetworks'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -220,7 +220,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
-  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord) });
+  // knit in Multus's place, only when configured: its modules (and the API client) load only then.
+  const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, log) : undefined;
+  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord), ...(secondary && { secondary: secondary.port }) });
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
     run: (request) => answer(cniFrontend, request),
@@ -311,11 +313,22 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await dra?.close();
   await handoff.close();
   await cni.close();
+  await secondary?.close();
   metricsServer?.close();
   await reaper.reapNow();
   reaper.stop();
   runner.close();
   log.info({}, 'knit stopped');
+}
+
+async function startSecondary(config: () => KnitConfig, specs: () => Map<string, NetworkSpec>, log: pino.Logger) {
+  const { startSecondaryNetworks } = await import('./secondary-networks.js');
+  return startSecondaryNetworks({
+    settings: () => config().secondaryNetworks!,
+    knitNetwork: (name) => specs().get(name),
+    log: log.child({ part: 'secondary-networks' }),
+    userAgent: 'knit/secondary-networks',
+  });
 }
 
 async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics, prepareFailpoint?: Failpoint) {

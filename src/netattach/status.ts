@@ -37,7 +37,7 @@ export interface NetworkStatus {
 }
 
 /** The part of a CNI result (any version knit reads) that the status is built from. */
-interface ResultLike {
+export interface ResultLike {
   interfaces?: { name?: string; mac?: string; mtu?: number; sandbox?: string }[];
   ips?: { address: string; gateway?: string; interface?: number }[];
   routes?: { dst: string; gw?: string }[];

@@ -68,3 +68,12 @@ test('knit loads zod through its v3 entry only: the package root also loads 40-o
   }
   t.deepEqual([...zodImports], ['zod/v3']);
 });
+
+test('knit serve loads the secondary networks (Multus\'s part: informers, network-status writer) only with a secondaryNetworks block', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);
+  const rel = [...files].map((f) => path.relative(build, f));
+  t.true(rel.includes('src/cni-frontend/handler.js'), 'the check follows serve\'s imports to the CNI frontend');
+  t.deepEqual(rel.filter((f) => ['src/daemon/secondary-networks.js', 'src/daemon/network-status-writer.js'].includes(f) || f.startsWith('src/kube/')), []);
+  t.regex(readFileSync(path.join(build, 'src', 'daemon', 'serve.js'), 'utf8'), /config\.secondaryNetworks \? await startSecondary\(/);
+});

@@ -1,0 +1,36 @@
+// A sandbox's result cut down to some of its interfaces: what one CNI ADD answers (that
+// interface's part), or what the ADD of a pod's primary interface answers when knit attached
+// the pod's other networks with it (the primary's part and the DRA devices that came with it).
+import type { AttachResult } from '../base/types.js';
+import { guestName } from '../base/handoff.js';
+
+/** Whether a result interface is the one a CNI_IFNAME names: the pod-side device of that
+ * name, or the tap whose guest NIC has it. */
+const names = (i: AttachResult['interfaces'][number], ifname: string) => (i.sandbox && i.name === ifname) || guestName(i.handoff) === ifname;
+
+/**
+ * The part of a sandbox's result that is about the interfaces `ifnames` name: each one's
+ * pod-side interface and the host device just before it (veth host end), their addresses
+ * re-indexed. A result with at most one pod-side interface is answered whole.
+ */
+export function pick(r: AttachResult, ifnames: Iterable<string>): AttachResult {
+  if (r.interfaces.filter((i) => i.sandbox || guestName(i.handoff)).length <= 1) return r;
+  const keep: number[] = [];
+  for (const ifname of ifnames) {
+    const pod = r.interfaces.findIndex((i) => names(i, ifname));
+    if (pod < 0) continue;
+    if (pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!.handoff)) keep.push(pod - 1);
+    keep.push(pod);
+  }
+  if (!keep.length) return r;
+  keep.sort((a, b) => a - b);
+  const index = new Map(keep.map((k, n) => [k, n]));
+  return {
+    ...r,
+    interfaces: keep.map((k) => r.interfaces[k]!),
+    ips: r.ips.filter((ip) => index.has(ip.interface)).map((ip) => ({ ...ip, interface: index.get(ip.interface)! })),
+  };
+}
+
+/** The part of a sandbox's result that is about one CNI_IFNAME. */
+export const only = (r: AttachResult, ifname: string): AttachResult => pick(r, [ifname]);
