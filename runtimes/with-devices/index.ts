@@ -13,7 +13,7 @@ export function planDevice(input: InterfaceInput, d: PreparedDevice, vm?: VfioGu
   return d.ref.parameters.mode === 'vfio' ? planVfio(input, d, vm) : planNetdev(input, d);
 }
 
-export { prepareDevice, captureNetdev, capturePfSide, checkVfioViable } from './prepare.js';
+export { prepareDevice, captureNetdev, capturePfSide, checkVfioViable, type DeviceFields } from './prepare.js';
 export { pfSideSteps } from './pf-side.js';
 export { planNetdev, HOST_NETNS } from './netdev.js';
 export { planVfio, vfioSteps } from './vfio.js';

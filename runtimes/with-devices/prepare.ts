@@ -3,8 +3,9 @@
 // keeps until this attach ends), and its original state: driver, netdev name/MAC/MTU/up, the
 // PF's settings for this VF (only when the request changes them), RDMA device and mode, IOMMU
 // group. Refusals come here, before the journal, with the field that caused them.
+import path from 'node:path';
 import { KnitError } from '../../src/base/errors.js';
-import { hasPfSettings } from '../../src/devices/params.js';
+import { hasPfSettings, pfSettingKeys, type DeviceParameters } from '../../src/devices/params.js';
 import { readRdmaNetnsMode, type PciNetDevice } from '../../src/devices/inventory.js';
 import { groupBlockers } from '../../src/devices/vfio.js';
 import { captureVfState, pfQueryOp } from '../../src/devices/netdev-state.js';
@@ -17,6 +18,19 @@ import type { PreparedDevice } from './prepared-device.js';
 import { interfaceIndex } from '../common/binding-options.js';
 
 const precondition = (field: string, message: string) => new KnitError('FAILED_PRECONDITION', `${field}: ${message}`, { field });
+
+/** Where the caller named the device and set each parameter: the fields refusals name. An
+ * attach request has both in one place (interfaces[i].device); a DRA claim names the device in
+ * an allocation result and sets parameters in its opaque config entries (src/dra/claim.ts). */
+export interface DeviceFields {
+  /** The field that named the device: the node's facts about that device are said of it. */
+  device: string;
+  /** The field that set this parameter. */
+  parameter(key: keyof DeviceParameters): string;
+}
+
+/** The fields of a device named in a request's `field` (interfaces[i].device). */
+export const requestDeviceFields = (field: string): DeviceFields => ({ device: field, parameter: (key) => `${field}.parameters.${key}` });
 
 /** The name the device gets inside the sandbox (netdev mode). */
 export const podName = (input: InterfaceInput, ref: DeviceRef) => ref.parameters.interfaceName ?? input.iface.name;
@@ -52,8 +66,8 @@ export async function prepareDevice(input: InterfaceInput, ctx: PrepareContext):
 
   await captureNetdev(ctx, dev, prepared, field);
   if (p.mode === 'netdev') await checkNetdevMode(input, ctx, sysfs, dev, prepared, field);
-  else await checkVfioMode(input, sysfs, dev, prepared, field);
-  if (hasPfSettings(p)) await capturePfSide(ctx, dev, prepared, field);
+  else await checkVfioMode(input, sysfs, dev, prepared, requestDeviceFields(field));
+  if (hasPfSettings(p)) await capturePfSide(ctx, dev, prepared, requestDeviceFields(field));
   return prepared;
 }
 
@@ -107,15 +121,18 @@ async function checkNetdevMode(input: InterfaceInput, ctx: PrepareContext, sysfs
   }
 }
 
-async function checkVfioMode(input: InterfaceInput, sysfs: Sysfs, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
+async function checkVfioMode(input: InterfaceInput, sysfs: Sysfs, dev: PciNetDevice, prepared: PreparedDevice, fields: DeviceFields) {
   if (input.iface.mac !== undefined) {
     throw KnitError.invalid(`interfaces[${prepared.index}].mac`, 'a VM owns a vfio device, so knit cannot set its MAC there: set it on the PF with device.parameters.mac');
   }
-  await checkVfioViable(sysfs, dev, prepared, field);
+  await checkVfioViable(sysfs, dev, prepared, fields);
 }
 
-/** The device can go to vfio-pci: it has an IOMMU group, the group is viable, the driver is loaded. */
-export async function checkVfioViable(sysfs: Sysfs, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
+/** The device can go to vfio-pci: it has an IOMMU group, the group is viable, the driver is
+ * loaded. The first two are facts about the device the caller named; the last is the node's,
+ * named by where it was looked for. */
+export async function checkVfioViable(sysfs: Sysfs, dev: PciNetDevice, prepared: PreparedDevice, fields: DeviceFields) {
+  const field = fields.device;
   if (dev.iommuGroup === undefined) {
     // Without an IOMMU the group appears only when vfio-pci binds (noiommu mode), too late
     // for the plan's answer to name /dev/vfio/<group>.
@@ -127,22 +144,24 @@ export async function checkVfioViable(sysfs: Sysfs, dev: PciNetDevice, prepared:
     throw precondition(field, `IOMMU group ${dev.iommuGroup} of ${dev.pciAddress} is not viable for VFIO: ${list} share it under a host driver`);
   }
   if (dev.driver !== VFIO_DRIVER && !(await sysfs.exists(`bus/pci/drivers/${VFIO_DRIVER}`))) {
-    throw precondition(field, `${dev.pciAddress}: the vfio-pci driver is not loaded (modprobe vfio-pci)`);
+    const where = path.join(sysfs.root, 'bus/pci/drivers', VFIO_DRIVER);
+    throw new KnitError('FAILED_PRECONDITION', `the vfio-pci driver is not loaded on this node (no ${where}); ${fields.parameter('mode')} "vfio" binds ${dev.pciAddress} to it: modprobe vfio-pci`);
   }
   prepared.iommuGroup = dev.iommuGroup;
 }
 
 /** The PF's current settings for this VF: what the inverse of the PF-side step writes back. */
-export async function capturePfSide(ctx: Pick<PrepareContext, 'runOps'>, dev: PciNetDevice, prepared: PreparedDevice, field: string) {
+export async function capturePfSide(ctx: Pick<PrepareContext, 'runOps'>, dev: PciNetDevice, prepared: PreparedDevice, fields: DeviceFields) {
   if (!dev.vf) {
-    throw precondition(`${field}.parameters`, `PF-side settings (mac, vlan, qos, spoofchk, trust, rates, linkState) need an SR-IOV VF; ${dev.pciAddress} is ${dev.kind === 'pf' ? 'a PF' : 'a NIC without SR-IOV'}`);
+    const key = pfSettingKeys(prepared.ref.parameters)[0]!;
+    throw precondition(fields.parameter(key), `PF-side settings (mac, vlan, qos, spoofchk, trust, rates, linkState) need an SR-IOV VF; ${dev.pciAddress} is ${dev.kind === 'pf' ? 'a PF' : 'a NIC without SR-IOV'}`);
   }
   const vf = dev as PciNetDevice & { vf: NonNullable<PciNetDevice['vf']> };
   let query;
   try {
     query = pfQueryOp(vf);
   } catch (err) {
-    throw precondition(field, (err as Error).message);
+    throw precondition(fields.device, (err as Error).message);
   }
   const [{ link: pfLink }] = await ctx.runOps(undefined, [query]);
   const state = captureVfState(vf, pfLink!);

@@ -47,7 +47,14 @@ export interface VethPeer {
 
 export type LinkAddOp =
   | (LinkCommon & { op: 'link.add'; kind: 'veth'; peer: VethPeer })
-  | (LinkCommon & { op: 'link.add'; kind: 'bridge'; stpOff?: boolean })
+  | (LinkCommon & {
+      op: 'link.add';
+      kind: 'bridge';
+      stpOff?: boolean;
+      /** IFLA_BR_NF_CALL_IPTABLES and _IP6TABLES: this bridge's bridged IPv4/IPv6 pass the inet
+       * netfilter hooks (br_netfilter), whatever the netns's bridge-nf-call sysctls say. */
+      netfilter?: boolean;
+    })
   /** An intermediate functional block: traffic redirected to it can be shaped as it leaves. */
   | (LinkCommon & { op: 'link.add'; kind: 'ifb' })
   | (LinkCommon & {
@@ -89,6 +96,8 @@ export interface LinkSetOp extends Tolerant {
   txqlen?: number;
   /** Bridge port: hairpin (reflective relay), for pods reaching their own service IP. */
   hairpin?: boolean;
+  /** A bridge: its bridged IPv4/IPv6 pass the inet hooks, as `netfilter` at link.add. */
+  bridgeNetfilter?: boolean;
 }
 
 export interface LinkDelOp extends Tolerant { op: 'link.del'; link: LinkRef }
@@ -335,6 +344,8 @@ export interface LinkInfo {
   vfs?: VfInfo[];
   /** A VXLAN device's settings; `dev` is the underlay's ifindex. */
   vxlan?: { vni: number; port: number; local?: string; dev?: number };
+  /** A bridge's per-bridge br_netfilter switches (`ip -d link`: nf_call_iptables, nf_call_ip6tables). */
+  bridge?: { nfCallIptables: boolean; nfCallIp6tables: boolean };
 }
 
 export interface VfInfo {

@@ -23,6 +23,8 @@ export interface NetworkSpec {
   cni?: CniSettings;
   /** Linux bridge name (bridge mode). */
   bridge?: string;
+  /** Bridge mode: the bridge's bridged IPv4/IPv6 pass the netfilter hooks (src/config/schema.ts). */
+  bridgeNetfilter?: boolean;
   mtu: number;
   hairpin: boolean;
   ipv4?: { subnet: string; gateway: string };

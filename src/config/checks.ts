@@ -43,6 +43,8 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
       else firstByBridge.set(bridge, i);
     }
 
+    if (net.bridgeNetfilter !== undefined && net.mode !== 'bridge') issue([...at, 'bridgeNetfilter'], `is only for a "bridge" network (knit makes no bridge for a "${net.mode}" one)`);
+
     if (net.mode === 'cni') {
       // The chain's own IPAM plugin hands out addresses: knit holds no pool for it.
       if (!net.cni) issue(at, `network ${JSON.stringify(net.name)} has mode "cni" and needs a "cni" section (conflist or conflistFile)`);

@@ -32,6 +32,8 @@ export interface NetworkConfig {
   cni?: CniSettings;
   /** Bridge mode only: the Linux bridge knit creates. */
   bridge?: string;
+  /** Bridge mode only: the bridge's bridged IPv4/IPv6 pass the netfilter hooks (schema.ts). */
+  bridgeNetfilter?: boolean;
   mtu: number;
   hairpin: boolean;
   ipv4?: PoolSettings;
@@ -113,7 +115,7 @@ function resolveNetwork(net: RawNetwork): NetworkConfig {
     name: net.name,
     mode: net.mode,
     ...(net.mode === 'cni' && net.cni && { cni: resolveCni(net.cni) }),
-    ...(net.mode === 'bridge' && { bridge: net.bridge ?? net.name }),
+    ...(net.mode === 'bridge' && { bridge: net.bridge ?? net.name, bridgeNetfilter: net.bridgeNetfilter ?? true }),
     mtu: net.mtu,
     hairpin: net.hairpin,
     ...(net.ipv4 && net.ipv4.subnet !== NODE_SUBNET && { ipv4: resolvePool(net.ipv4, 4) }),

@@ -108,6 +108,10 @@ const networkSchema = z.strictObject({
   mtu: z.number().int().min(68).max(65535).default(1500),
   /** Let a pod reach itself through a service (bridge port hairpin mode). */
   hairpin: z.boolean().default(false),
+  /** Bridge mode only; default true: traffic bridged between this network's pods passes the
+   * node's netfilter hooks (the bridge's own nf_call_iptables / nf_call_ip6tables, never the
+   * netns-wide sysctls), as Services and NetworkPolicy between pods on one node need. */
+  bridgeNetfilter: z.boolean().optional(),
   ipv4: poolSchema.optional(),
   ipv6: poolSchema.optional(),
   routes: z.array(routeSchema).default([]),

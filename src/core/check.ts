@@ -3,25 +3,27 @@
 import type { ActionRunner } from './executor.js';
 import type { SandboxRecord } from './record.js';
 import type { CheckReport } from '../base/types.js';
+import type { NetworkSpec } from '../base/strategy.js';
 import type { AddrInfo, RouteInfo } from '../base/ops.js';
 import { findLinkIn } from '../net/find-link.js';
 import { podIpsOn } from '../base/handoff.js';
 import { bandwidthDifferences } from './check-bandwidth.js';
+import { bridgeNetfilterProblems } from './networks.js';
 
-/** The bridge each host end of a bridge-mode network belongs on: host device name -> bridge. */
-function expectedMasters(rec: SandboxRecord, bridgeOf: (network: string) => string | undefined): Map<string, string> {
-  const out = new Map<string, string>();
+/** The bridge network each host end of a bridge-mode network belongs on: host device name -> network. */
+function expectedMasters(rec: SandboxRecord, networkOf: (network: string) => NetworkSpec | undefined): Map<string, NetworkSpec & { bridge: string }> {
+  const out = new Map<string, NetworkSpec & { bridge: string }>();
   for (const a of rec.allocations) {
-    const bridge = bridgeOf(a.network);
+    const net = networkOf(a.network);
     const podSide = rec.result.interfaces.find((i) => i.sandbox && i.name === a.ifname);
-    if (bridge && podSide?.hostName) out.set(podSide.hostName, bridge);
+    if (net?.mode === 'bridge' && net.bridge && podSide?.hostName) out.set(podSide.hostName, { ...net, bridge: net.bridge });
   }
   return out;
 }
 
-export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, bridgeOf: (network: string) => string | undefined = () => undefined): Promise<CheckReport> {
+export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, networkOf: (network: string) => NetworkSpec | undefined = () => undefined): Promise<CheckReport> {
   const differences: string[] = [];
-  const masters = expectedMasters(rec, bridgeOf);
+  const masters = expectedMasters(rec, networkOf);
   const runOps = runner.runOps.bind(runner);
   if (rec.state !== 'attached') differences.push(`sandbox is ${rec.state}, not attached`);
   const nsAlive = runner.netnsUsable(rec.netns.path, rec.netns);
@@ -40,10 +42,11 @@ export async function checkRecord(rec: SandboxRecord, runner: ActionRunner, brid
     if (!link.up) differences.push(`${ifc.name} ${where} is down`);
     if (ifc.mtu && link.mtu !== ifc.mtu) differences.push(`${ifc.name} ${where} has MTU ${link.mtu}, expected ${ifc.mtu}`);
     if (ifc.mac && link.mac?.toLowerCase() !== ifc.mac.toLowerCase()) differences.push(`${ifc.name} ${where} has MAC ${link.mac}, expected ${ifc.mac}`);
-    const bridge = masters.get(ifc.name);
-    if (bridge) {
-      const br = await findLinkIn(runOps, undefined, bridge);
-      if (!br || link.master !== br.index) differences.push(`${ifc.name} ${where} is not a port of bridge ${bridge}`);
+    const net = masters.get(ifc.name);
+    if (net) {
+      const br = await findLinkIn(runOps, undefined, net.bridge);
+      if (!br || link.master !== br.index) differences.push(`${ifc.name} ${where} is not a port of bridge ${net.bridge}`);
+      if (br) differences.push(...(await bridgeNetfilterProblems(runOps, net, br)));
     }
     if (!ifc.sandbox) continue;
     // A VM guest, not the pod netns, holds these addresses (Kata macvtap, KubeVirt bridge).

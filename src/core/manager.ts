@@ -216,10 +216,7 @@ export class SandboxManager implements SandboxService {
   /** Sandbox ids by their netns identity (netns-index.ts). */
   private readonly netnsIndex = new NetnsIndex(() => this.deps.records.values());
 
-  private readonly bridgeOf = (network: string) => {
-    const net = this.deps.networks().get(network);
-    return net?.mode === 'bridge' ? net.bridge : undefined;
-  };
+  private readonly networkOf = (network: string) => this.deps.networks().get(network);
 
   private networkFor(ifc: InterfaceRequest, i: number): NetworkSpec {
     const chain = ifc.attachment?.chain;
@@ -421,7 +418,7 @@ export class SandboxManager implements SandboxService {
 
   /** The record against the kernel, plus each CNI chain's own CHECK. */
   private async compare(record: SandboxRecord): Promise<CheckReport> {
-    const report = await checkRecord(record, this.deps.runner, this.bridgeOf);
+    const report = await checkRecord(record, this.deps.runner, this.networkOf);
     if (record.state !== 'attached') return report;
     const differences = [...report.differences, ...(await checkHostPorts(record, this.deps.runner)), ...(await checkChains(record.steps))];
     return { ok: differences.length === 0, differences };

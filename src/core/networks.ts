@@ -2,16 +2,32 @@
 // Linux bridge carrying the gateway addresses. A bridge of that name that knit did not make
 // (no alias tag) is left alone and the network reported not ready, with the reason. A CNI
 // network has no host side of knit's: its plugins must exist and speak the list's version.
+//
+// The bridge's own br_netfilter switches follow the network's bridgeNetfilter (on by default):
+// pod-to-pod traffic on one bridge is switched at L2 and meets conntrack, kube-proxy's DNAT and
+// a NetworkPolicy's rules only when the bridge hands it to the inet hooks. knit sets the
+// per-bridge attributes, never the netns-wide net.bridge.bridge-nf-call-* sysctls, which would
+// change every other bridge of the node too (docs/bridge-netfilter.md).
 import type { ActionRunner } from './executor.js';
 import type { NetworkSpec } from '../base/strategy.js';
+import type { LinkInfo } from '../base/ops.js';
 import { gatewayMac, networkAliasTag } from '../base/names.js';
 import { ensureChain } from '../cni-exec/network.js';
+import type { RunOps } from '../net/find-link.js';
 
 const prefixOf = (cidr: string) => cidr.split('/')[1];
 
-export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Promise<void> {
-  if (net.mode === 'cni') return ensureChain(net);
-  if (net.mode !== 'bridge' || !net.bridge) return;
+/** The sysctl br_netfilter registers in each netns: absent, nothing bridged reaches netfilter. */
+const BR_NETFILTER_SYSCTL = 'net.bridge.bridge-nf-call-iptables';
+
+/** Sets up a network's host side; answers what works other than the network asks without
+ * making it unusable (a kernel without br_netfilter), one sentence each. */
+export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Promise<string[]> {
+  if (net.mode === 'cni') {
+    await ensureChain(net);
+    return [];
+  }
+  if (net.mode !== 'bridge' || !net.bridge) return [];
   const tag = networkAliasTag(net.name);
   let existing;
   try {
@@ -25,10 +41,11 @@ export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Pro
   // Setting the address, even to the value it has, pins it: a bridge knit found at start-up
   // (made by an older knit) stops following its ports too.
   const mac = gatewayMac(net.name, net.ipv4?.gateway);
+  const netfilter = net.bridgeNetfilter ?? true;
   if (!existing) {
-    await runner.runOps(undefined, [{ op: 'link.add', kind: 'bridge', name: net.bridge, alias: tag, mtu: net.mtu, mac, up: true }]);
+    await runner.runOps(undefined, [{ op: 'link.add', kind: 'bridge', name: net.bridge, alias: tag, mtu: net.mtu, mac, up: true, netfilter }]);
   } else {
-    await runner.runOps(undefined, [{ op: 'link.set', link: net.bridge, mac, up: true }]);
+    await runner.runOps(undefined, [{ op: 'link.set', link: net.bridge, mac, up: true, bridgeNetfilter: netfilter }]);
   }
   const want = [
     net.ipv4 && `${net.ipv4.gateway}/${prefixOf(net.ipv4.subnet)}`,
@@ -38,6 +55,32 @@ export async function ensureNetwork(runner: ActionRunner, net: NetworkSpec): Pro
   const missing = want.filter((cidr) => !addrs.some((a) => `${a.address}/${a.prefixLen}` === cidr));
   if (missing.length) {
     await runner.runOps(undefined, missing.map((address) => ({ op: 'addr.add' as const, link: net.bridge!, address, noDad: address.includes(':') })));
+  }
+  const [{ link: made }] = await runner.runOps(undefined, [{ op: 'link.get', link: net.bridge }]);
+  return bridgeNetfilterProblems(runner.runOps.bind(runner), net, made);
+}
+
+/** How a bridge's netfilter switches differ from what its network asks, one sentence each:
+ * switched otherwise (by hand), or asked on where this netns has no br_netfilter to honour it. */
+export async function bridgeNetfilterProblems(runOps: RunOps, net: NetworkSpec, bridge: LinkInfo): Promise<string[]> {
+  if (net.mode !== 'bridge') return [];
+  const want = net.bridgeNetfilter ?? true;
+  if (want && !(await hasBrNetfilter(runOps))) {
+    return [`bridge ${bridge.name}: this kernel has no br_netfilter in knit's netns (no ${BR_NETFILTER_SYSCTL}), so pod-to-pod traffic on the bridge bypasses netfilter (Services between its pods, NetworkPolicy); load it with "modprobe br_netfilter"`];
+  }
+  const flags = { nf_call_iptables: bridge.bridge?.nfCallIptables ?? false, nf_call_ip6tables: bridge.bridge?.nfCallIp6tables ?? false };
+  return Object.entries(flags)
+    .filter(([, on]) => on !== want)
+    .map(([name, on]) => `bridge ${bridge.name} has ${name} ${on ? 'on' : 'off'}; network ${net.name} has bridgeNetfilter ${want}`);
+}
+
+async function hasBrNetfilter(runOps: RunOps): Promise<boolean> {
+  try {
+    await runOps(undefined, [{ op: 'sysctl.get', key: BR_NETFILTER_SYSCTL }]);
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return false;
+    throw err;
   }
 }
 

@@ -87,6 +87,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
     beforeAdd: beforeCniAdd,
   });
   const metrics = new KnitMetrics();
+  // The DRA driver first, when configured (its modules load only then): the kubelet's sockets
+  // answer while the sandboxes are repaired and the cluster view is read, which after a kill -9
+  // on a node with pods, or with the API slow to list, take seconds (bench/README.md, "The DRA
+  // driver: memory and restart"). Its Unprepare waits for the sandbox service (wrap, below).
+  const draStarting = config.dra ? startDraDriver(config, runner, log, metrics, draPrepareFailpoint) : undefined;
+  draStarting?.catch(() => undefined); // awaited below; a failure fails the start there
   // A network that spans the cluster takes its subnet from the node list: the controller (and,
   // without a literal list, src/kube) exists only then, so `knit serve` alone loads neither.
   let cluster: ClusterController | undefined;
@@ -113,15 +119,22 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const usable = (c: KnitConfig) => (cluster ? cluster.networksFor(c) : c.networks);
   ipam.reconfigure(usable(config));
   const reaper = new Reaper(runner, (err) => log.warn({ err: err.message }, 'reaper'));
+  /** What works otherwise than a network asks, though it serves (NodeStatus's message says it). */
+  let networkCautions: string[] = [];
   /** Sets up the host side of networks; answers the ones that are not ready, with why. */
   const setUpNetworks = async (networks: KnitConfig['networks']) => {
     const notReady = new Map<string, string>();
+    const cautions: string[] = [];
     for (const net of networks) {
-      await ensureNetwork(runner, net).catch((err: Error) => {
+      await ensureNetwork(runner, net).then((said) => {
+        for (const caution of said) log.warn({ network: net.name, caution }, 'network works otherwise than configured');
+        cautions.push(...said.map((c) => `network ${net.name}: ${c}`));
+      }, (err: Error) => {
         notReady.set(net.name, err.message);
         log.error({ network: net.name, err: err.message }, 'network not ready');
       });
     }
+    networkCautions = cautions;
     return notReady;
   };
   let unready = await setUpNetworks(usable(config));
@@ -174,9 +187,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const tokens = new HandoffTokens(config.handoffSocket);
   const extensions = new ExtensionRegistry(extensionStore, callExtension, () => config.requiredExtensions, (f) => log.warn(f, 'extension call failed'));
   let cniDeletes: DeleteQueue | undefined; // made once the CNI frontend exists, below
-  const cniDeleteConditions = async () => {
+  const conditions = async () => {
     const failed = cniDeletes?.failedFiles() ?? [];
-    return failed.length ? [`CNI delete queue: ${failed.length} queued DEL(s) gave up (${path.join(config.cniDeleteQueue, FAILED_DIR)})`] : [];
+    return [...networkCautions, ...(failed.length ? [`CNI delete queue: ${failed.length} queued DEL(s) gave up (${path.join(config.cniDeleteQueue, FAILED_DIR)})`] : [])];
   };
   const manager = new SandboxManager({
     networks: () => specs,
@@ -194,7 +207,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     sysfsRoot: () => config.sysfsRoot,
     danDir: () => config.kata.danDir,
     pathExists: existsSync,
-    conditions: cniDeleteConditions,
+    conditions,
     ...(cluster && { cluster }),
   });
   metrics.sandboxes.set({}, () => attachedCount(records));
@@ -203,8 +216,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   metrics.poolUsed.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.used })));
   metrics.poolSize.setEach(() => pools().map(({ p, labels }) => ({ labels, value: p.size })));
 
-  // The DRA driver, only when configured: its modules (and the API client) load only then.
-  const dra = config.dra ? await startDraDriver(config, runner, log, metrics, draPrepareFailpoint) : undefined;
+  const dra = await draStarting;
   const service: SandboxService = dra ? dra.wrap(manager) : manager;
 
   // Sandboxes whose netns went while knit was down: their addresses are free before the API answers.

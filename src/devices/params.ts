@@ -227,7 +227,15 @@ export function parseDeviceParameters(input: unknown, field = 'parameters'): Dev
   return out;
 }
 
+/** The parameters set on the PF for a VF (ip link set <pf> vf N ...). */
+const PF_SETTING_KEYS = ['mac', 'vlan', 'qos', 'vlanProto', 'spoofchk', 'trust', 'minTxRate', 'maxTxRate', 'linkState'] as const;
+
+/** Those of the PF-side parameters the request sets, in a fixed order. */
+export function pfSettingKeys(p: DeviceParameters): (typeof PF_SETTING_KEYS)[number][] {
+  return PF_SETTING_KEYS.filter((k) => p[k] !== undefined);
+}
+
 /** True when the parameters change anything on the PF side (so the original must be captured). */
 export function hasPfSettings(p: DeviceParameters): boolean {
-  return [p.mac, p.vlan, p.qos, p.vlanProto, p.spoofchk, p.trust, p.minTxRate, p.maxTxRate, p.linkState].some((v) => v !== undefined);
+  return pfSettingKeys(p).length > 0;
 }

@@ -21,6 +21,10 @@ export interface PreparedClaimDevice {
   charDevices: string[];
   /** The CDI device ID the kubelet passes on; absent when the device needs no char device. */
   cdiId?: string;
+  /** status.allocation.devices.results[N] that named it, and the config field of each
+   * parameter: an attach refusal about the device names these (absent in older records). */
+  resultField?: string;
+  parameterFields?: Partial<Record<keyof DeviceParameters, string>>;
 }
 
 export interface ClaimRecord {

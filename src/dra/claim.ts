@@ -5,7 +5,7 @@
 // fields and nothing else, and passes the rest by.
 import { KnitError } from '../base/errors.js';
 import { parseDeviceParameters, type DeviceParameters } from '../devices/params.js';
-import { fromDranetConfig, isDranetConfig } from './dranet-config.js';
+import { dranetPathOf, fromDranetConfig, isDranetConfig } from './dranet-config.js';
 
 export interface DeviceRequestResult {
   request: string;
@@ -48,8 +48,11 @@ export interface ClaimDevice {
   pool: string;
   device: string;
   parameters: DeviceParameters;
-  /** Where the parameters came from, for error messages. */
-  configField?: string;
+  /** status.allocation.devices.results[N]: the result that named the device (N counts every
+   * driver's results, as the API object has them). */
+  resultField: string;
+  /** For each parameter a config entry set, that entry's field (the last one that set it). */
+  parameterFields: Partial<Record<keyof DeviceParameters, string>>;
 }
 
 export interface ClaimForNode {
@@ -66,11 +69,13 @@ function applies(config: OpaqueConfig, request: string): boolean {
   return config.requests.includes(request) || config.requests.includes(parent);
 }
 
-/** knit's own parameter keys, or dranet's NetworkConfig shape translated into them. */
-function rawParameters(parameters: unknown, field: string): Record<string, unknown> {
-  if (parameters === undefined || parameters === null) return {};
+/** knit's own parameter keys, or dranet's NetworkConfig shape translated into them, with the
+ * field each key was read from. */
+function rawParameters(parameters: unknown, field: string): { raw: Record<string, unknown>; fieldOf: (key: string) => string } {
+  if (parameters === undefined || parameters === null) return { raw: {}, fieldOf: (key) => `${field}.${key}` };
   if (typeof parameters !== 'object' || Array.isArray(parameters)) throw KnitError.invalid(field, 'must be an object');
-  return isDranetConfig(parameters) ? fromDranetConfig(parameters as Record<string, unknown>, field) : { ...(parameters as Record<string, unknown>) };
+  if (isDranetConfig(parameters)) return { raw: fromDranetConfig(parameters as Record<string, unknown>, field), fieldOf: (key) => `${field}.${dranetPathOf(key)}` };
+  return { raw: { ...(parameters as Record<string, unknown>) }, fieldOf: (key) => `${field}.${key}` };
 }
 
 const CONFIG_FIELD = 'status.allocation.devices.config';
@@ -92,20 +97,23 @@ export function claimForNode(claim: ResourceClaim, ref: ClaimRef, driver: string
 
   const configs = (alloc?.config ?? []).map((c, i) => ({ c, field: `${CONFIG_FIELD}[${i}].opaque.parameters` })).filter(({ c }) => c.opaque?.driver === driver);
   // Each config alone must be valid, so an error names the config it is in.
-  const checked = configs.map(({ c, field }) => ({ c, field, raw: rawParameters(c.opaque!.parameters, field) }));
+  const checked = configs.map(({ c, field }) => ({ c, field, ...rawParameters(c.opaque!.parameters, field) }));
   for (const { raw, field } of checked) parseDeviceParameters(raw, field);
 
   const devices: ClaimDevice[] = [];
-  for (const r of alloc?.results ?? []) {
+  for (const [n, r] of (alloc?.results ?? []).entries()) {
     if (r.driver !== driver) continue; // a GPU of the same claim, say
     // Class config first, then the claim's own: later keys win (KEP-4381: claim config overrides).
     const mine = checked.filter(({ c }) => applies(c, r.request));
     const ordered = [...mine.filter(({ c }) => c.source !== 'FromClaim'), ...mine.filter(({ c }) => c.source === 'FromClaim')];
     const merged = Object.assign({}, ...ordered.map(({ raw }) => raw));
+    const parameterFields: Record<string, string> = {};
+    for (const { raw, fieldOf } of ordered) for (const key of Object.keys(raw)) parameterFields[key] = fieldOf(key);
     const field = ordered.length === 1 ? ordered[0]!.field : `${CONFIG_FIELD} (merged for request ${r.request})`;
-    const d: ClaimDevice = { request: r.request, pool: r.pool, device: r.device, parameters: parseDeviceParameters(merged, field) };
-    if (ordered.length) d.configField = field;
-    devices.push(d);
+    devices.push({
+      request: r.request, pool: r.pool, device: r.device, parameters: parseDeviceParameters(merged, field),
+      resultField: `status.allocation.devices.results[${n}]`, parameterFields,
+    });
   }
   return { ref, podUids, devices };
 }

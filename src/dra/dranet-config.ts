@@ -12,6 +12,12 @@ const TOP_KEYS = new Set(['interface', 'routes']);
 
 const unimplemented = (field: string, what: string) => new KnitError('UNIMPLEMENTED', `${field}: ${what} is not supported by knit`, { field });
 
+/** Where in dranet's shape each of knit's parameters is spelled (interface.hardwareAddr for mac). */
+export function dranetPathOf(knitKey: string): string {
+  const iface = Object.entries(INTERFACE_KEYS).find(([, to]) => to === knitKey)?.[0];
+  return iface ? `interface.${iface}` : knitKey;
+}
+
 /** dranet's shape: an `interface` object, or routes with `destination`. */
 export function isDranetConfig(p: object): boolean {
   const o = p as Record<string, unknown>;

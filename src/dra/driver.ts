@@ -37,6 +37,8 @@ export interface DraDriverOptions {
   /** The sandbox whose attach holds this PCI device, if any: Unprepare waits for its detach. */
   sandboxHolding?(pciAddress: string): Promise<string | undefined>;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
+  /** After a claim's Unprepare dropped its record (also one finished by start-up repair). */
+  onUnprepared?(record: ClaimRecord): void;
 }
 
 /** A prepared device as the kubelet wants it back (DRAPlugin Device). */
@@ -128,6 +130,7 @@ export class DraDriver {
         done.rolledBack.push(`${r.namespace}/${r.name}`);
       } else {
         await this.o.records.remove(id);
+        this.o.onUnprepared?.(r);
         done.finished.push(`${r.namespace}/${r.name}`);
       }
     }
@@ -161,8 +164,7 @@ export class DraDriver {
     const devices: PreparedClaimDevice[] = [];
     const steps = [];
     const env = { sysfs: this.o.sysfs, runOps: this.o.runner.runOps.bind(this.o.runner), pool: this.o.nodeName };
-    for (const [i, d] of wanted.devices.entries()) {
-      const field = d.configField ?? `status.allocation.devices.results[${i}]`;
+    for (const d of wanted.devices) {
       try {
         const holder = this.holderOf(d.device, ref.uid);
         if (holder) throw new KnitError('FAILED_PRECONDITION', `it is prepared for ${claimWhat(holder)} (uid ${holder.uid})`);
@@ -170,7 +172,7 @@ export class DraDriver {
         if (other !== undefined && other !== ref.uid) throw new KnitError('FAILED_PRECONDITION', `claim uid ${other} is being prepared with it right now`);
         this.claiming.set(d.device, ref.uid);
         taken.push(d.device);
-        const plan = await planClaimDevice(env, d, field);
+        const plan = await planClaimDevice(env, d);
         devices.push(plan.device);
         steps.push(...plan.steps);
       } catch (err) {
@@ -222,6 +224,7 @@ export class DraDriver {
     const problems = await undoSteps(this.o.runner, r.steps);
     if (problems.length) throw new KnitError('UNAVAILABLE', `restoring its devices failed, the kubelet retries: ${problems.join('; ')}`);
     await this.o.records.remove(uid);
+    this.o.onUnprepared?.(r);
     this.o.log?.info({ claim: `${r.namespace}/${r.name}`, uid }, 'DRA claim unprepared');
   }
 

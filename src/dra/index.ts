@@ -11,7 +11,7 @@ import { Sysfs } from '../devices/sysfs.js';
 import { scanInventory } from '../devices/inventory.js';
 import { sandboxHoldingIn, withClaimedDevices } from './attach.js';
 import { CLAIM_RECORD_VERSION, type ClaimRecord } from './claim-record.js';
-import { writeClaimStatus } from './claim-status.js';
+import { ClaimStatusWriter } from './claim-status.js';
 import { DraDriver } from './driver.js';
 import { claimReader, type KubeApi } from './kube-port.js';
 import { kubeletSockets, startKubeletServer } from './kubelet-server.js';
@@ -57,11 +57,16 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
     onProblem: (p) => o.log.warn(p, 'DRA claim record store'),
   });
   const sysfs = new Sysfs(o.sysfsRoot);
-  let sandboxes: SandboxService | undefined; // set by wrap()
+  // The daemon starts the driver before its sandboxes are repaired; Unprepare asks which
+  // sandbox holds a device only once wrap() has handed over the service.
+  let gotSandboxes!: (service: SandboxService) => void;
+  const sandboxes = new Promise<SandboxService>((resolve) => (gotSandboxes = resolve));
+  const status = new ClaimStatusWriter(o.api, s.driverName, o.log);
   const driver = new DraDriver({
     driverName: s.driverName, nodeName, cdiDir: s.cdiDir, devRoot: s.devRoot, sysfs, claims: claimReader(o.api), records, runner: o.runner, log: o.log,
     ...(o.prepareFailpoint && { prepareFailpoint: o.prepareFailpoint }),
-    sandboxHolding: (pci) => (sandboxes ? sandboxHoldingIn(sandboxes)(pci) : Promise.resolve(undefined)),
+    sandboxHolding: async (pci) => sandboxHoldingIn(await sandboxes)(pci),
+    onUnprepared: (record) => status.released(record),
   });
   const repaired = await driver.recover();
   if (repaired.rolledBack.length || repaired.finished.length || repaired.failed.length) o.log.warn(repaired, 'DRA start-up repair');
@@ -92,17 +97,21 @@ export async function startDra(o: DraStartOptions): Promise<Dra> {
 
   return {
     driver,
-    wrap: (service) =>
-      withClaimedDevices((sandboxes = service), driver, {
+    wrap: (service) => {
+      gotSandboxes(service);
+      return withClaimedDevices(service, driver, {
         onAttached: (_req, result, claims) => {
-          for (const c of claims) {
-            writeClaimStatus(o.api, s.driverName, c, result).catch((err: Error) => o.log.warn({ claim: `${c.namespace}/${c.name}`, err: err.message }, 'claim status write failed'));
-          }
+          for (const c of claims) status.attached(c, result);
         },
-      }),
+        onDetached: (claims) => {
+          for (const c of claims) status.released(c);
+        },
+      });
+    },
     async close() {
       if (timer) clearInterval(timer);
       await server.close();
+      await status.settled();
     },
   };
 }

@@ -9,6 +9,7 @@
 // plays its part; its devices are stand-ins: a simulated sysfs and PF (test/fixtures/dra-node.ts).
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
+import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createNode, fileScope, startControlPlane, type ControlPlane } from '../fixtures/kube-cluster.js';
@@ -27,6 +28,8 @@ import { DRIVER, SimulatedNetlink, simulatedRunner, tempDir } from '../fixtures/
 import { draClient, registrationClient } from '../fixtures/kubelet-client.js';
 import { cleanupDaemon, eventually, startDaemon, type DaemonOptions } from '../helpers/daemon.js';
 import { existsSync } from 'node:fs';
+import { makeNetns, removeNetns, runcAttachReq } from '../helpers/daemon.js';
+import { makeStandIn } from '../kernel/device-standin.js';
 
 const P = uniquePrefix('kdc');
 const NODE_NAME = `${P}node`;
@@ -205,6 +208,145 @@ test.serial('knit serve with a dra block registers at the kubelet sockets it rep
   await d.stop();
   t.false(existsSync(sockets.registration), 'the kubelet drops a plugin whose registration socket is gone');
   await removeSlice(api, { ...sliceOpts, nodeName });
+});
+
+test.serial('kill -9 of knit serve with a prepared claim, then a restart: the registration socket answers again, the kubelet\'s retry of the Prepare is answered from the record, and Unprepare and a new Prepare work (simulated sysfs)', async (t) => {
+  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y' });
+  // VF 1 bound to vfio-pci beforehand: the simulated sysfs answers binds only for this process's writes.
+  await node.kernel.write(`bus/pci/devices/${NODE.vf(1)}/driver_override`, 'vfio-pci');
+  await node.kernel.write('bus/pci/drivers/mlx5_core/unbind', NODE.vf(1));
+  await node.kernel.write('bus/pci/drivers_probe', NODE.vf(1));
+  const dir = tempDir(t, `${P}k`);
+  const dra = { nodeName: NODE_NAME, kubeconfig: knitKubeconfig, registryDir: path.join(dir, 'registry'), pluginsDir: path.join(dir, 'plugins'), cdiDir: path.join(dir, 'cdi') };
+  const o: DaemonOptions = { prefix: `${P.slice(0, -1)}k`, subnet: '10.231.95.0/24', config: { sysfsRoot: node.root, dra } };
+  let d = await startDaemon(o);
+  t.teardown(() => cleanupDaemon(d, o));
+  const sockets = kubeletSockets(dra.registryDir, dra.pluginsDir, DRIVER);
+  const { ref } = await claimAndPod(`${P}rs`, 'knit-vfio', {}, 'device.attributes["dra.net"].vfIndex == 1');
+  t.teardown(() => cp.kubectl('delete', 'pod', ref.name, '-n', 'default', '--grace-period=0', '--force', '--ignore-not-found').then(() => undefined, () => undefined));
+  let kubelet = draClient(sockets.plugin, 'v1');
+  const first = (await kubelet.prepare([ref])).claims[ref.uid]!;
+  kubelet.close();
+  t.is(first.error, '');
+
+  const gone = d.exited;
+  d.child.kill('SIGKILL');
+  t.is((await gone).signal, 'SIGKILL');
+  d = await d.restart();
+  const reg = registrationClient(sockets.registration);
+  t.teardown(() => reg.close());
+  t.like(await reg.getInfo(), { type: 'DRAPlugin', name: DRIVER, endpoint: sockets.plugin });
+  kubelet = draClient(sockets.plugin, 'v1');
+  t.teardown(() => kubelet.close());
+  t.deepEqual((await kubelet.prepare([ref])).claims[ref.uid], first, 'the retry is answered from the record: the same devices and CDI IDs');
+  t.deepEqual((await kubelet.unprepare([ref])).claims, { [ref.uid]: { error: '' } });
+  t.false(existsSync(path.join(dra.cdiDir, `${DRIVER}-${ref.uid}.json`)), 'its CDI spec is gone');
+  t.deepEqual((await kubelet.prepare([ref])).claims[ref.uid], first, 'prepared afresh from the API');
+  t.deepEqual((await kubelet.unprepare([ref])).claims, { [ref.uid]: { error: '' } });
+});
+
+test.serial('KEP-4817 status through knit serve: an attach of the pod writes Ready True with its networkData; when the device leaves the pod (Detach) knit\'s entry goes and another driver\'s entry and the allocation stay; a device knit itself took back (its pod\'s netns gone) loses its entry at Unprepare (stand-in hardware: veth as VF netdev, simulated sysfs)', async (t) => {
+  t.timeout(240_000);
+  const nodeName = `${P}node3`;
+  const GPU = 'gpu.example.com';
+  await createNode(cp, nodeName, { internalIPs: ['10.99.1.3'], waitPodCidr: false });
+  const room = { pods: '110', cpu: '4', memory: '8Gi' };
+  await cp.kubectl('patch', 'node', nodeName, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { capacity: room, allocatable: room } }));
+  // Another driver's device on the node, so a claim has a result (and a status entry) knit does not own.
+  const gpuObjects = [
+    { apiVersion: 'resource.k8s.io/v1', kind: 'DeviceClass', metadata: { name: `${P}gpu` }, spec: { selectors: [{ cel: { expression: `device.driver == "${GPU}"` } }] } },
+    { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceSlice', metadata: { name: `${P}gpu` }, spec: { driver: GPU, nodeName, pool: { name: nodeName, generation: 1, resourceSliceCount: 1 }, devices: [{ name: 'gpu-0' }, { name: 'gpu-1' }] } },
+  ];
+  await cp.kubectlInput(gpuObjects.map((o) => JSON.stringify(o)).join('\n'), 'create', '-f', '-');
+  t.teardown(async () => {
+    await cp.kubectl('delete', 'resourceslice', `${P}gpu`, '--ignore-not-found').catch(() => undefined);
+    await cp.kubectl('delete', 'deviceclass', `${P}gpu`, '--ignore-not-found').catch(() => undefined);
+  });
+
+  // VF 0: a netdev claim (runc pod); VF 1: a vfio claim (KubeVirt pod), bound to vfio-pci
+  // beforehand: the simulated sysfs answers binds only for this process's writes.
+  const s = await makeStandIn(t, `${P}s`, 2);
+  execFileSync('ip', ['-n', s.fabric, 'addr', 'add', '192.0.2.1/24', 'dev', s.vfs[0]!.peer]);
+  await s.node.kernel.write(`bus/pci/devices/${s.vfs[1]!.bdf}/driver_override`, 'vfio-pci');
+  await s.node.kernel.write('bus/pci/drivers/iavf/unbind', s.vfs[1]!.bdf);
+  await s.node.kernel.write('bus/pci/drivers_probe', s.vfs[1]!.bdf);
+  const dir = tempDir(t, `${P}st`);
+  const dra = { nodeName, kubeconfig: knitKubeconfig, registryDir: path.join(dir, 'registry'), pluginsDir: path.join(dir, 'plugins'), cdiDir: path.join(dir, 'cdi') };
+  const o: DaemonOptions = { prefix: `${P.slice(0, -1)}t`, subnet: '10.231.92.0/24', config: { sysfsRoot: s.node.root, goneNetnsSweepSeconds: 1, dra } };
+  const d = await startDaemon(o);
+  t.teardown(() => cleanupDaemon(d, o));
+  t.teardown(() => removeSlice(api, { ...sliceOpts, nodeName }).catch(() => undefined));
+  const kubelet = draClient(kubeletSockets(dra.registryDir, dra.pluginsDir, DRIVER).plugin, 'v1');
+  t.teardown(() => kubelet.close());
+
+  const vfIndex = (i: number) => `device.attributes["dra.net"].vfIndex == ${i}`;
+  const claimed = async (name: string, className: string, vf: number, parameters: object) => {
+    const objects = [
+      { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaim', metadata: { name, namespace: 'default' }, spec: { devices: {
+        requests: [{ name: 'gpu', exactly: { deviceClassName: `${P}gpu` } }, { name: 'nic', exactly: { deviceClassName: className, selectors: [{ cel: { expression: vfIndex(vf) } }] } }],
+        config: [{ requests: ['nic'], opaque: { driver: DRIVER, parameters } }],
+      } } },
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' },
+        spec: { nodeSelector: { 'kubernetes.io/hostname': nodeName }, tolerations: [{ operator: 'Exists' }], resourceClaims: [{ name: 'c', resourceClaimName: name }],
+          containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10', resources: { claims: [{ name: 'c' }] } }] } },
+    ];
+    await cp.kubectlInput(objects.map((x) => JSON.stringify(x)).join('\n'), 'create', '-f', '-');
+    t.teardown(async () => {
+      await cp.kubectl('delete', 'pod', name, '-n', 'default', '--grace-period=0', '--force', '--ignore-not-found').catch(() => undefined);
+      await cp.kubectl('delete', 'resourceclaim', name, '-n', 'default', '--ignore-not-found', '--wait=false').catch(() => undefined);
+    });
+    const claim = await waitFor(`claim ${name} allocated and reserved`, async () => {
+      const c = await cp.getJson('get', 'resourceclaim', name, '-n', 'default');
+      return c.status?.allocation && c.status?.reservedFor?.length ? c : undefined;
+    });
+    // The other driver reports its device, as its own field manager.
+    const gpuDevice = claim.status.allocation.devices.results.find((r: any) => r.driver === GPU).device;
+    const gpuStatus = { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaim', metadata: { name, namespace: 'default' }, status: { devices: [{
+      driver: GPU, pool: nodeName, device: gpuDevice, conditions: [{ type: 'Ready', status: 'True', reason: 'GpuReady', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+    }] } };
+    await cp.kubectlInput(JSON.stringify(gpuStatus), 'apply', '--server-side', `--field-manager=${GPU}`, '--subresource=status', '-f', '-');
+    const ref = { namespace: 'default', name, uid: claim.metadata.uid as string };
+    t.is((await kubelet.prepare([ref])).claims[ref.uid]!.error, '');
+    return { ref, podUid: (await cp.getJson('get', 'pod', name, '-n', 'default')).metadata.uid as string };
+  };
+  const statusOf = async (name: string) => {
+    const c = await cp.getJson('get', 'resourceclaim', name, '-n', 'default');
+    return { allocated: Boolean(c.status?.allocation), devices: (c.status?.devices ?? []) as any[] };
+  };
+  const knitEntry = async (name: string) => (await statusOf(name)).devices.find((x) => x.driver === DRIVER);
+
+  // Detach: the netdev claim's entry goes, the GPU's stays, the claim is still allocated.
+  const web = await claimed(`${P}web`, 'knit-netdev', 0, { interfaceName: 'net1', addresses: ['192.0.2.10/24'] });
+  const webNs = `${P}webns`;
+  const webPath = makeNetns(webNs);
+  t.teardown(() => removeNetns(webNs));
+  await d.call('Attach', runcAttachReq(`${P}web`, webPath, { podName: web.ref.name, extra: { pod_uid: web.podUid } }));
+  const ready = await waitFor('knit\'s status entry', () => knitEntry(web.ref.name), 30_000);
+  t.like(ready, { pool: nodeName, device: 'pci-0000-5a-02-0', networkData: { interfaceName: 'net1', ips: ['192.0.2.10/24'] } });
+  t.like(ready.conditions[0], { type: 'Ready', status: 'True', reason: 'NetworkDeviceReady' });
+  await d.call('Detach', { sandbox_id: `${P}web` });
+  await waitFor('knit\'s entry gone after the Detach', async () => ((await knitEntry(web.ref.name)) ? undefined : true), 30_000);
+  const afterDetach = await statusOf(web.ref.name);
+  t.true(afterDetach.allocated, 'the claim is still allocated: the API server did not drop it');
+  t.deepEqual(afterDetach.devices.map((x) => x.driver), [GPU], 'the other driver\'s entry stays');
+  t.is((await kubelet.unprepare([web.ref])).claims[web.ref.uid]!.error, '');
+
+  // knit detaches a sandbox whose netns is gone by itself (no Detach came): the entry stays
+  // until the kubelet's Unprepare, which takes it away.
+  const vm = await claimed(`${P}vm`, 'knit-vfio', 1, { addresses: ['192.0.2.30/24'] });
+  const vmNs = `${P}vmns`;
+  const vmPath = makeNetns(vmNs);
+  t.teardown(() => removeNetns(vmNs));
+  await d.call('Attach', runcAttachReq(`${P}vm`, vmPath, { podName: vm.ref.name, extra: { pod_uid: vm.podUid, runtime: 'KUBEVIRT' } }));
+  t.like((await waitFor('knit\'s status entry for the VM', () => knitEntry(vm.ref.name), 30_000)).conditions[0], { type: 'Ready', status: 'True', reason: 'VfioDeviceReady' });
+  removeNetns(vmNs);
+  await waitFor('the gone-netns sweep detaching the VM pod', async () => (((await d.call('List', {})).sandboxes ?? []).length === 0 ? true : undefined), 30_000);
+  t.truthy(await knitEntry(vm.ref.name), 'still there after knit\'s own detach: what follows shows the Unprepare takes it away');
+  t.is((await kubelet.unprepare([vm.ref])).claims[vm.ref.uid]!.error, '');
+  await waitFor('knit\'s entry gone after the Unprepare', async () => ((await knitEntry(vm.ref.name)) ? undefined : true), 30_000);
+  const afterUnprepare = await statusOf(vm.ref.name);
+  t.true(afterUnprepare.allocated);
+  t.deepEqual(afterUnprepare.devices.map((x) => x.driver), [GPU]);
 });
 
 test.serial('uninstall: knit removes its ResourceSlice with its own ServiceAccount', async (t) => {

@@ -260,10 +260,10 @@ export function pingFrom(netns: string | undefined, target: string): boolean {
   }
 }
 
-export async function eventually<T>(fn: () => T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn(); // a check that reads asynchronously is awaited, never taken as its promise
     if (v) return v;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));

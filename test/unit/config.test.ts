@@ -59,7 +59,7 @@ test('no path: the embedded default, which works on its own', async (t) => {
   t.deepEqual(c.requiredExtensions, []);
   t.false('metricsAddress' in c, 'metrics are off by default');
   t.deepEqual(c.networks, [{
-    name: 'knit0', mode: 'bridge', bridge: 'knit0', mtu: 1500, hairpin: false,
+    name: 'knit0', mode: 'bridge', bridge: 'knit0', bridgeNetfilter: true, mtu: 1500, hairpin: false,
     ipv4: { subnet: '10.118.0.0/20', gateway: '10.118.0.1', reserved: [] }, routes: [],
   }]);
   t.deepEqual(defaultConfig(), c);
@@ -88,7 +88,7 @@ test('a full file is validated, defaulted and normalized', async (t) => {
   t.deepEqual(config.allowedUids, [0, 1000]);
   const [pods, storage] = config.networks;
   t.deepEqual(pods, {
-    name: 'pods', mode: 'bridge', bridge: 'knit-pods', mtu: 1450, hairpin: false,
+    name: 'pods', mode: 'bridge', bridge: 'knit-pods', bridgeNetfilter: true, mtu: 1450, hairpin: false,
     ipv4: { subnet: '10.118.0.0/20', gateway: '10.118.0.1', rangeStart: '10.118.0.10', reserved: ['10.118.0.5'] },
     ipv6: { subnet: 'fd6b:6e69:7400::/64', gateway: 'fd6b:6e69:7400::1', reserved: [] },
     routes: [{ dst: '192.168.0.0/16', gw: '10.118.0.1' }],
@@ -131,6 +131,8 @@ const BAD: [string, string, string][] = [
   ['"10.96.0.10"', '"dns.example"', '20: networks[0].dns.nameservers[0]: "dns.example" is not a valid IP address'],
   ['"name": "storage"', '"name": "pods"', '23: networks[1].name: duplicate network name "pods" (also networks[0])'],
   ['"mode": "routed",', '"mode": "routed", "mtuu": 9000,', '24: networks[1].mtuu: unknown key'],
+  ['"mode": "routed",', '"mode": "routed", "bridgeNetfilter": true,', '24: networks[1].bridgeNetfilter: is only for a "bridge" network (knit makes no bridge for a "routed" one)'],
+  ['"mtu": 1450,', '"mtu": 1450, "bridgeNetfilter": "yes",', '11: networks[0].bridgeNetfilter: expected boolean, got "yes"'],
   ['"name": "storage",\n', '', '22: networks[1].name: is required'],
   ['"10.119.0.0/24"', '"10.118.4.0/24"', '26: networks[1].ipv4.subnet: 10.118.4.0/24 overlaps 10.118.0.0/20 of networks[0] ("pods")'],
   ['"ipv4": { "subnet": "10.119.0.0/24" }', '"ipv4": { "subnet": "10.119.0.0/24", "gatway": "10.119.0.1" }', '26: networks[1].ipv4.gatway: unknown key'],

@@ -39,8 +39,8 @@ const UID = (n: number) => `0c1a1b2c-0000-4000-8000-00000000000${n}`;
 const POD = '7f1d2c3b-aaaa-4bbb-8ccc-000000000001';
 const vfDevice = (i: number) => `pci-0000-3b-01-${i}`;
 
-async function setUp(t: ExecutionContext, prefix: string): Promise<Env> {
-  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y' });
+async function setUp(t: ExecutionContext, prefix: string, nodeOpts: { vfioLoaded?: boolean } = {}): Promise<Env> {
+  const node = await createSriovNode(t, { rdmaNetnsMode: 'Y', ...nodeOpts });
   const net = new SimulatedNetlink();
   const dir = tempDir(t, prefix);
   const cdiDir = path.join(dir, 'cdi');
@@ -166,7 +166,7 @@ test('one claim\'s failure is that claim\'s error, naming claim, device and caus
   const res = (await env.kubelet().prepare([good, ghost, elsewhere, badConfig, notViable, unreserved, otherDriver, wrongUid])).claims;
   t.is(res[UID(1)]!.error, '');
   t.is(res[UID(2)]!.error, `claim default/ghost (uid ${UID(2)}): no such ResourceClaim in the API`);
-  t.is(res[UID(3)]!.error, `claim default/elsewhere (uid ${UID(3)}): device ${vfDevice(1)}: device ${vfDevice(1)} is in pool node-b, not this node's pool ${POOL}: the claim was allocated to another node`);
+  t.is(res[UID(3)]!.error, `claim default/elsewhere (uid ${UID(3)}): device ${vfDevice(1)}: status.allocation.devices.results[0].pool: "node-b" is not this node's pool "${POOL}": the claim was allocated to another node`);
   t.is(res[UID(4)]!.error, `claim default/bad-config (uid ${UID(4)}): status.allocation.devices.config[0].opaque.parameters.routes[0].gw: "not-an-ip" is not an IP address`);
   t.regex(res[UID(5)]!.error, new RegExp(`^claim default/not-viable \\(uid ${UID(5)}\\): device ${vfDevice(2)}: .*IOMMU group ${NODE.vfGroup(2)} of ${NODE.vf(2).replace('.', '\\.')} is not viable for VFIO: ${NODE.port2.replace('.', '\\.')} \\(bound to mlx5_core\\)`));
   t.regex(res[UID(6)]!.error, /ResourceClaim default\/unreserved is reserved for no pod/);
@@ -177,6 +177,32 @@ test('one claim\'s failure is that claim\'s error, naming claim, device and caus
   t.deepEqual(env.net.changes, [], 'nothing on the PF changed for the refused claims (and the good one asked for nothing)');
   t.deepEqual(await env.node.snapshot(), before);
   t.is(await driverOf(env, NODE.vf(2)), 'mlx5_core');
+});
+
+test('a refusal names the field its value came from: the allocation result (counting other drivers\' results) for the device and what this node finds of it, the config entry for a parameter; a driver the node lacks is said of the node (simulated sysfs and PF)', async (t) => {
+  const env = await setUp(t, 'kdra9', { vfioLoaded: false });
+  const gpu = { request: 'gpu', device: 'gpu-0', driver: 'gpu.example.com' };
+  env.net.addrs.set(NODE.vfNetdev(0), [{ index: 10, family: 4, address: '10.1.1.1', prefixLen: 24, scope: 'global', flags: [] }]);
+  env.net.links.set('ens1f1', { index: 5, name: 'ens1f1', mtu: 1500, up: true, lowerUp: true, operstate: 'up', group: 0, mac: '0c:42:a1:00:00:01' });
+  const absent = env.claim({ name: 'absent', uid: UID(1), results: [gpu, { device: 'pci-0000-3b-09-0' }], config: [{ parameters: { interfaceName: 'net1' } }] });
+  const hostUses = env.claim({ name: 'host-uses', uid: UID(2), results: [gpu, gpu, { device: vfDevice(0) }], config: [{ requests: ['nic'], parameters: { vlan: 3 } }] });
+  const noVfio = env.claim({ name: 'no-vfio', uid: UID(3), results: [{ device: vfDevice(1) }], config: [
+    { source: 'FromClass', parameters: { spoofchk: false } },
+    { source: 'FromClaim', requests: ['gpu'], parameters: { mtu: 1400 } },
+    { source: 'FromClaim', parameters: { mode: 'vfio' } },
+  ] });
+  const pfSettingsOnPort = env.claim({ name: 'port-vlan', uid: UID(4), results: [{ device: 'pci-0000-3b-00-1' }], config: [
+    { source: 'FromClass', parameters: { mtu: 1500 } },
+    { source: 'FromClaim', parameters: { interface: { name: 'eth1' } } },
+    { source: 'FromClaim', parameters: { vlan: 7 } },
+  ] });
+  const res = (await env.kubelet().prepare([absent, hostUses, noVfio, pfSettingsOnPort])).claims;
+  t.is(res[UID(1)]!.error, `claim default/absent (uid ${UID(1)}): device pci-0000-3b-09-0: status.allocation.devices.results[1].device: DRA device "pci-0000-3b-09-0" (PCI 0000:3b:09.0) in pool "${POOL}" does not exist on this node`);
+  t.is(res[UID(2)]!.error, `claim default/host-uses (uid ${UID(2)}): device ${vfDevice(0)}: status.allocation.devices.results[2].device: ${NODE.vfNetdev(0)} (${NODE.vf(0)}) has address 10.1.1.1/24 in the host; knit does not take devices the host uses`);
+  t.is(res[UID(3)]!.error, `claim default/no-vfio (uid ${UID(3)}): device ${vfDevice(1)}: the vfio-pci driver is not loaded on this node (no ${env.node.root}/bus/pci/drivers/vfio-pci); status.allocation.devices.config[2].opaque.parameters.mode "vfio" binds ${NODE.vf(1)} to it: modprobe vfio-pci`);
+  t.is(res[UID(4)]!.error, `claim default/port-vlan (uid ${UID(4)}): device pci-0000-3b-00-1: status.allocation.devices.config[2].opaque.parameters.vlan: PF-side settings (mac, vlan, qos, spoofchk, trust, rates, linkState) need an SR-IOV VF; ${NODE.port2} is a NIC without SR-IOV`);
+  t.deepEqual(env.net.changes, [], 'nothing changed for any of them');
+  t.deepEqual(await cdiFiles(env), []);
 });
 
 function api(env: Env) {

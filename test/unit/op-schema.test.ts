@@ -28,7 +28,7 @@ const SAMPLES: Op[] = [
     peer: { name: 'b0', mac: '02:00:00:00:00:02', mtu: 1500, alias: 'y', netns: ns, nameIfTaken: 'b1' },
   }),
   full<Variant<'bridge'>>({
-    op: 'link.add', kind: 'bridge', name: 'br0', mtu: 1500, mac: '02:00:00:00:00:03', alias: 'x', addrGenMode: 'none', group: 1, master: 'br1', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' }, stpOff: true,
+    op: 'link.add', kind: 'bridge', name: 'br0', mtu: 1500, mac: '02:00:00:00:00:03', alias: 'x', addrGenMode: 'none', group: 1, master: 'br1', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' }, stpOff: true, netfilter: true,
   }),
   full<MacvlanOp>({
     op: 'link.add', kind: 'macvtap', name: 'm0', mtu: 1500, mac: '02:00:00:00:00:04', alias: 'x', addrGenMode: 'none', group: 1, master: 'br0', up: true, txqlen: 10, reclaimParked: { group: 7, tagPrefix: 'knit:sandbox=' },
@@ -41,7 +41,7 @@ const SAMPLES: Op[] = [
   }),
   full<LinkSetOp>({
     op: 'link.set', link: 'a0', up: true, mtu: 1400, mac: '02:00:00:00:00:06', name: 'a1', master: 'br0', netns: ns, alias: '', group: 2, txqlen: 5,
-    hairpin: true, ignoreMissing: true,
+    hairpin: true, bridgeNetfilter: true, ignoreMissing: true,
   }),
   full<LinkDelOp>({ op: 'link.del', link: 'a0', ignoreMissing: true }),
   full<LinkDelGroupOp>({ op: 'link.delGroup', group: 7, ignoreMissing: true }),

@@ -137,6 +137,14 @@ void PutVxlan(RequestBuilder& r, const Fields& f) {
   if (auto learning = f.OptBool("learning")) r.b.U8(IFLA_VXLAN_LEARNING, *learning ? 1 : 0);
 }
 
+// Whether bridged IPv4 and IPv6 pass the inet hooks (br_netfilter), for this bridge alone:
+// the per-bridge switch `ip link set BR type bridge nf_call_iptables 1` sets, where the
+// net.bridge.bridge-nf-call-* sysctls would turn it on for every bridge of the netns.
+void PutBridgeNetfilter(Builder& b, bool on) {
+  b.U8(IFLA_BR_NF_CALL_IPTABLES, on ? 1 : 0);
+  b.U8(IFLA_BR_NF_CALL_IP6TABLES, on ? 1 : 0);
+}
+
 PreparedOp Single(const char* name, Request req) {
   PreparedOp op;
   op.name = name;
@@ -170,9 +178,12 @@ Request LinkAddRequest(const Fields& f, const std::string& kind, const char* pee
     PutVethPeer(r, f.Obj("peer"), peerNameKey);
     r.b.End(data);
   } else if (kind == "bridge") {
-    if (f.Bool("stpOff", false)) {
+    const bool stpOff = f.Bool("stpOff", false);
+    const auto netfilter = f.OptBool("netfilter");
+    if (stpOff || netfilter) {
       size_t data = r.b.Begin(IFLA_INFO_DATA);
-      r.b.U32(IFLA_BR_STP_STATE, 0);
+      if (stpOff) r.b.U32(IFLA_BR_STP_STATE, 0);
+      if (netfilter) PutBridgeNetfilter(r.b, *netfilter);
       r.b.End(data);
     }
   } else if (kind == "macvlan" || kind == "macvtap") {
@@ -288,6 +299,17 @@ PreparedOp PrepareLinkSet(const Fields& f) {
   if (auto g = f.OptU32("group")) { r.b.U32(IFLA_GROUP, *g); any = true; }
   if (auto q = f.OptU32("txqlen")) { r.b.U32(IFLA_TXQLEN, *q); any = true; }
   if (f.Has("netns")) { r.NetnsFdAttr(IFLA_NET_NS_FD, NetnsPath(f, "netns"), f.PathOf("netns")); any = true; }
+  if (auto netfilter = f.OptBool("bridgeNetfilter")) {
+    // A bridge's own settings ride in its kind's data; the kernel refuses them (EOPNOTSUPP)
+    // on a link of another kind.
+    size_t info = r.b.Begin(IFLA_LINKINFO);
+    r.b.Str(IFLA_INFO_KIND, "bridge");
+    size_t data = r.b.Begin(IFLA_INFO_DATA);
+    PutBridgeNetfilter(r.b, *netfilter);
+    r.b.End(data);
+    r.b.End(info);
+    any = true;
+  }
 
   auto hairpin = f.OptBool("hairpin");
   if (any || !hairpin) op.requests.push_back(r.Done());
@@ -404,6 +426,20 @@ VxlanInfo ParseVxlan(const Attr& data) {
   return v;
 }
 
+BridgeInfo ParseBridge(const Attr& data) {
+  BridgeInfo b;
+  AttrIter it(data);
+  Attr a;
+  while (it.Next(&a)) {
+    switch (a.type) {
+      case IFLA_BR_NF_CALL_IPTABLES: b.nfCallIptables = a.U8() != 0; break;
+      case IFLA_BR_NF_CALL_IP6TABLES: b.nfCallIp6tables = a.U8() != 0; break;
+      default: break;
+    }
+  }
+  return b;
+}
+
 }  // namespace
 
 bool ParseLink(const Message& m, LinkInfo* out) {
@@ -433,6 +469,7 @@ bool ParseLink(const Message& m, LinkInfo* out) {
         Attr kind, data;
         if (FindAttr(a, IFLA_INFO_KIND, &kind)) out->kind = kind.Str();
         if (out->kind == "vxlan" && FindAttr(a, IFLA_INFO_DATA, &data)) out->vxlan = ParseVxlan(data);
+        if (out->kind == "bridge" && FindAttr(a, IFLA_INFO_DATA, &data)) out->bridge = ParseBridge(data);
         break;
       }
       case IFLA_VFINFO_LIST: {

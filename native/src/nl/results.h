@@ -30,6 +30,12 @@ struct VxlanInfo {
   std::optional<uint32_t> dev;
 };
 
+// A bridge's own settings knit reads back.
+struct BridgeInfo {
+  bool nfCallIptables = false;
+  bool nfCallIp6tables = false;
+};
+
 struct LinkInfo {
   uint32_t index = 0;
   std::string name;
@@ -48,6 +54,7 @@ struct LinkInfo {
   std::optional<uint32_t> numTxQueues;
   std::optional<std::vector<VfInfo>> vfs;
   std::optional<VxlanInfo> vxlan;
+  std::optional<BridgeInfo> bridge;
 };
 
 struct AddrInfo {

@@ -67,6 +67,12 @@ Napi::Object Link(Napi::Env env, const LinkInfo& l) {
     SetOpt(v, "dev", l.vxlan->dev);
     o.Set("vxlan", v);
   }
+  if (l.bridge) {
+    Napi::Object b = Napi::Object::New(env);
+    b.Set("nfCallIptables", l.bridge->nfCallIptables);
+    b.Set("nfCallIp6tables", l.bridge->nfCallIp6tables);
+    o.Set("bridge", b);
+  }
   return o;
 }
 
