@@ -43,9 +43,9 @@ export class NetworkStatusWriter {
     if (!this.running.has(key)) void this.drain(key);
   }
 
-  /** Writes still to be done (tests). */
-  get queued(): number {
-    return this.pending.size;
+  /** Nothing to write and nothing being written. */
+  get idle(): boolean {
+    return this.pending.size === 0 && this.running.size === 0;
   }
 
   private async drain(key: string): Promise<void> {

@@ -77,7 +77,8 @@ test.before(async () => {
   execFileSync('ip', ['netns', 'add', HOST]);
   execFileSync('ip', ['-n', HOST, 'link', 'set', 'lo', 'up']);
   execFileSync('ip', ['-n', HOST, 'link', 'add', MASTER, 'type', 'veth', 'peer', 'name', `${P}m1`]);
-  execFileSync('ip', ['-n', HOST, 'link', 'set', MASTER, 'up']);
+  // Both ends up: a macvlan passes traffic only while its lower device has carrier.
+  for (const l of [MASTER, `${P}m1`]) execFileSync('ip', ['-n', HOST, 'link', 'set', l, 'up']);
   logPlugin(`${P}log`);
   logPlugin(`${P}fail`, true);
   mkdirSync(confDir, { recursive: true });
