@@ -7,13 +7,16 @@ import { kataStrategy } from './kata/index.js';
 import { kubevirtStrategy } from './kubevirt/index.js';
 import { withDevices } from './with-devices/gate.js';
 import { withCniChains } from './with-cni-chains/index.js';
+import { withPodInterfaceBindings } from './with-pod-interface-bindings/index.js';
 
 /** Every runtime also takes devices (SR-IOV VFs, NICs; runtimes/with-devices, loaded on first
- * use) on any interface, and CNI plugin chains (runtimes/with-cni-chains) on networks of mode "cni". */
+ * use) on any interface, KubeVirt's binding on a pod interface already there
+ * (runtimes/with-pod-interface-bindings) whatever the sandbox's runtime and network, and CNI
+ * plugin chains (runtimes/with-cni-chains) on networks of mode "cni". */
 export const strategies: Record<RuntimeKind, Strategy> = {
-  runc: withDevices(withCniChains(runcStrategy)),
-  kata: withDevices(withCniChains(kataStrategy)),
-  kubevirt: withDevices(withCniChains(kubevirtStrategy)),
+  runc: withDevices(withPodInterfaceBindings(withCniChains(runcStrategy))),
+  kata: withDevices(withPodInterfaceBindings(withCniChains(kataStrategy))),
+  kubevirt: withDevices(withPodInterfaceBindings(withCniChains(kubevirtStrategy))),
 };
 
 export { runcStrategy, kataStrategy, kubevirtStrategy };

@@ -29,7 +29,9 @@ export function bridgeHostLocal(ctx: SetupContext): Record<string, unknown> {
     bridge: net.bridge,
     isGateway: true,
     ipMasq: false,
-    hairpinMode: false,
+    // As a Kubernetes node runs it (kubenet set it too): pods must reach themselves through
+    // their Service, and knit's networks have hairpin on by default, so both pay for it.
+    hairpinMode: true,
     ipam: { type: 'host-local', dataDir, ranges: [[{ subnet: net.subnet, gateway: net.gateway }]], routes: [{ dst: '0.0.0.0/0' }] },
   };
 }

@@ -49,7 +49,10 @@ export function planBridgeBinding(input: InterfaceInput, opts: KubevirtOptions):
       retire: retireLink(bridge),
       reapInNetns: true,
     },
-    { description: `${nic} joins ${bridge}`, netns: ns, do: { op: 'link.set', link: nic, master: bridge } },
+    // Learning off on the pod NIC's port, as KubeVirt does (its bridge binding's LinkSetLearningOff):
+    // a host bridge port in hairpin mode (knit's default) sends the guest's broadcasts back, and
+    // the bridge would learn the guest's MAC on the pod NIC and stop sending it the guest's frames.
+    { description: `${nic} joins ${bridge}, learning no MAC`, netns: ns, do: { op: 'link.set', link: nic, master: bridge, learning: false } },
     ...planTap({ netns: ns, name: tap, queues: opts.queues, owner: opts.owner, group: opts.group, mtu: veth.mtu, alias, master: bridge }),
   ];
   if (hasV4) {

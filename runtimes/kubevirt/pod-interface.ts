@@ -75,7 +75,7 @@ export function planOnPodInterface(input: InterfaceInput, opts: KubevirtOptions)
   };
   const handoff = tapHandoff({
     runtime: 'kubevirt', model: 'tap', name: tap, netns: ns, queues: opts.queues, owner: opts.owner, group: opts.group,
-    mac: p.mac, mtu: p.mtu, podIpsOn: 'pod+guest', guest, libvirt: libvirtInterfaceXml(tap, p.mac, p.mtu, opts.queues),
+    mac: p.mac, mtu: p.mtu, podIpsOn: 'pod+guest', guest, libvirt: libvirtInterfaceXml(tap, p.mac, p.mtu, opts.queues), podInterface: p.podInterface,
   });
   return {
     steps: [

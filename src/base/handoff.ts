@@ -78,6 +78,8 @@ export interface TapHandoff {
   dan?: { path: string };
   /** KubeVirt: the bridge between pod NIC and tap (masquerade, bridge). */
   bridge?: string;
+  /** KubeVirt tap on a pod interface already there (the binding CNI): that interface, in `netns`. */
+  podInterface?: string;
   /** KubeVirt masquerade: what the NAT forwards to the guest. */
   nat?: Record<string, unknown>;
   /** KubeVirt: the libvirt <interface> for the tap. */

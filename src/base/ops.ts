@@ -96,6 +96,8 @@ export interface LinkSetOp extends Tolerant {
   txqlen?: number;
   /** Bridge port: hairpin (reflective relay), for pods reaching their own service IP. */
   hairpin?: boolean;
+  /** Bridge port: learn source MACs from what arrives on it (`bridge link set … learning`). */
+  learning?: boolean;
   /** A bridge: its bridged IPv4/IPv6 pass the inet hooks, as `netfilter` at link.add. */
   bridgeNetfilter?: boolean;
 }

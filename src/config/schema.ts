@@ -106,8 +106,10 @@ const networkSchema = z.strictObject({
   /** Linux bridge knit creates (bridge mode). Default: the network name. Ignored when routed. */
   bridge: ifname.optional(),
   mtu: z.number().int().min(68).max(65535).default(1500),
-  /** Let a pod reach itself through a service (bridge port hairpin mode). */
-  hairpin: z.boolean().default(false),
+  /** Let a pod reach itself through a service (bridge port hairpin mode): on unless set false,
+   * as Kubernetes expects of every pod (kube-proxy masquerades the pod's flow to its own
+   * Service, and the bridge must send it back out the port it came in by). */
+  hairpin: z.boolean().default(true),
   /** Bridge mode only; default true: traffic bridged between this network's pods passes the
    * node's netfilter hooks (the bridge's own nf_call_iptables / nf_call_ip6tables, never the
    * netns-wide sysctls), as Services and NetworkPolicy between pods on one node need. */

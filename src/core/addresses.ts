@@ -13,8 +13,8 @@ import { cidrContains, formatIp, tryParseCidr, tryParseIp } from '../ipam/index.
  * capability), never from knit's pools. */
 const takesNoPoolAddresses = (iface: InterfaceRequest, net: NetworkSpec) =>
   (iface.device !== undefined && !iface.network) || net.mode === 'cni' || builtOnForeignPodInterface(iface);
-/** KubeVirt's binding CNI after the network's own (runtimes/kubevirt/pod-interface.ts): the
- * pod interface and its addresses are that CNI's. */
+/** KubeVirt's binding CNI after the network's own (runtimes/with-pod-interface-bindings): the
+ * pod interface and its addresses are that network's, whoever made it (another CNI, or knit). */
 const builtOnForeignPodInterface = (iface: InterfaceRequest) => iface.binding?.logicNetwork !== undefined;
 
 export function allocateInterface(ipam: IpamPort, sandboxId: string, iface: InterfaceRequest, i: number, net: NetworkSpec): InterfaceAllocation {

@@ -44,8 +44,11 @@ function targets(rec: SandboxRecord, networks: Map<string, NetworkSpec>, default
     const h = i.handoff;
     if (!isDhcpServedTap(h)) continue;
     const req = rec.request.interfaces.find((x) => x.name === h.guest.name);
-    const net = networks.get(req?.network || defaultNetwork);
-    const lease = leaseFrom(h.guest, { ...server(rec, h, net, req?.binding?.logicNetwork !== undefined), ...(rec.request.podName ? { hostname: rec.request.podName } : {}) });
+    // A binding on a pod interface this sandbox's own (knit's eth0): that interface's network.
+    const own = h.podInterface !== undefined ? rec.request.interfaces.find((x) => x.name === h.podInterface) : undefined;
+    const net = networks.get((own ?? req)?.network || defaultNetwork);
+    const foreign = req?.binding?.logicNetwork !== undefined && !own;
+    const lease = leaseFrom(h.guest, { ...server(rec, h, net, foreign), ...(rec.request.podName ? { hostname: rec.request.podName } : {}) });
     out.set(`${rec.sandboxId}\0${h.name}`, { netns: h.netns!, tap: h.name, lease });
   }
   return out;

@@ -163,7 +163,7 @@ export function explain(op: Op | undefined, code: string): string {
       break;
     case 'EOPNOTSUPP':
       if (name === 'vf.set') return 'the link does not support SR-IOV VF settings (not a PF, or its driver lacks the op)';
-      if (name === 'link.set') return 'the link does not support this change (hairpin needs a bridge port, bridgeNetfilter a bridge)';
+      if (name === 'link.set') return 'the link does not support this change (hairpin and learning need a bridge port, bridgeNetfilter a bridge)';
       if (name === 'link.delGroup') return 'the group holds a link that cannot be deleted (e.g. a physical one)';
       break;
     case 'EINVAL':

@@ -2,15 +2,19 @@
 // with runtime kubevirt, and a real QEMU guest (TCG) opens tap0 by name from inside that netns,
 // as libvirt does with <target dev='tap0' managed='no'/>. Masquerade: the guest takes 10.0.2.2
 // by DHCP from knit, behind k6t-eth0, and the pod IP's declared port reaches it by DNAT. Bridge: the guest owns the
-// pod IP on the pod's L2 segment. Detach leaves nothing. Prefixes ev3-, ev4-; subnets
-// 10.232.3.0/24, 10.232.4.0/24.
+// pod IP on the pod's L2 segment. Detach leaves nothing. KubeVirt's binding NAD on a pod whose
+// eth0 knit-cni made (issue 34): the guest on tap0 takes eth0's address by DHCP and reaches the
+// gateway and another pod. Prefixes ev3-, ev4-, ev6-; subnets 10.232.3.0/24, 10.232.4.0/24,
+// 10.232.6.0/24.
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { Cleanup } from '../fixtures/cleanup.js';
 import { GUEST_HTTP_PORT } from '../fixtures/qemu.js';
 import { startDaemon, cleanupDaemon, makeNetns, removeNetns, eventually, hostLinks, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
 import { ip, tunOwner, type Json } from '../helpers/observe.js';
 import { launchVm, vmHandoff } from '../helpers/vm-launcher.js';
+import { knitShimConf } from '../helpers/cni.js';
 
 /** nft(8) by absolute path: under npm, PATH starts with node_modules/.bin, where an unrelated
  * `nft` lives. */
@@ -140,4 +144,56 @@ test.serial('kubevirt bridge: the guest owns the pod IP on the pod L2 segment; t
   await d.call('Detach', { sandbox_id: sandboxId });
   await eventually(() => JSON.stringify(leftovers(sb.ns, sandboxId)) === JSON.stringify(nothingLeft) || undefined, 'sandbox emptied').catch(() => undefined);
   t.deepEqual(leftovers(sb.ns, sandboxId), nothingLeft, 'no k6t-eth0, tap0 or eth0-nic left');
+});
+
+test.serial('kubevirt binding NAD on knit\'s own eth0 (a runc pod, as deploy/ ships it): the guest on tap0 takes eth0\'s address by DHCP and reaches its gateway and another pod; DEL net1, then eth0, leave nothing', async (t) => {
+  const { cleanup, d, sb } = await setup(t, 'ev6', '10.232.6.0/24');
+  const other = { ns: 'ev6-pod', id: 'ev6-pod', path: '/run/netns/ev6-pod' };
+  makeNetns(other.ns);
+  cleanup.defer(`remove netns ${other.ns}`, () => removeNetns(other.ns));
+  const otherIp = (await d.call('Attach', { sandbox_id: other.id, netns_path: other.path, runtime: 'RUNC', interfaces: [{ name: 'eth0' }] })).result.ips[0].address.split('/')[0];
+  cleanup.defer('detach the other pod', () => d.call('Detach', { sandbox_id: other.id }));
+
+  // The kubelet's ADD (the node's conflist), then Multus's with the binding's NAD and logicNetworkName.
+  const shim = (command: string, ifname: string, config: object) => {
+    const r = spawnSync(path.resolve('build', 'native', 'knit-cni'), [], {
+      input: JSON.stringify(config), encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: sb.id, CNI_NETNS: sb.path, CNI_IFNAME: ifname, CNI_PATH: '/usr/lib/cni',
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=virt-launcher-ev6;K8S_POD_INFRA_CONTAINER_ID=${sb.id}`,
+      },
+    });
+    t.is(r.status, 0, `knit-cni ${command} ${ifname}: ${r.stdout}`);
+    return r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
+  };
+  const nodeConf = knitShimConf('ev6', d.dir);
+  const nadConf = { cniVersion: '1.0.0', name: 'knit-tap-binding', type: 'knit', args: { cni: { logicNetworkName: 'default' } }, socket: nodeConf.socket };
+  const podIp = shim('ADD', 'eth0', nodeConf).ips[0].address.split('/')[0];
+  t.deepEqual(shim('ADD', 'net1', nadConf).interfaces, [{ name: 'tap0', sandbox: sb.path }]);
+  const eth0 = ip(sb.ns, 'link', 'show', 'dev', 'eth0')[0];
+  const q = await d.call('Query', { sandbox_id: sb.id });
+  const { sandboxId, handoff: h } = vmHandoff({ sandbox_id: sb.id, interfaces: q.sandbox.result.interfaces.filter((i: Json) => i.name === 'tap0') });
+  t.like(h, { model: 'tap', name: 'tap0', mac: eth0.address, mtu: eth0.mtu, owner: 107, group: 107 });
+  t.deepEqual(tunOwner(sb.ns, 'tap0'), { user: 107, group: 107 });
+
+  // The guest on tap0, by name as libvirt opens it, asks DHCP as a KubeVirt guest does.
+  const { guest } = await launchVm({ sandboxId, ifname: 'net1', handoff: h, by: 'name', name: 'ev6', ping: ['10.232.6.1', otherIp], dhcp: true });
+  cleanup.defer('stop guest ev6', () => guest.stop());
+  await guest.waitFor(/KNIT-READY/);
+  t.regex(guest.serial(), new RegExp(`KNIT-DHCP eth0 mac=${eth0.address} ip=${podIp.replace(/\./g, '\\.')}/24 router=10\\.232\\.6\\.1 mtu=${eth0.mtu} `));
+  for (const addr of ['10.232.6.1', otherIp]) {
+    const [, verdict] = (await guest.waitFor(new RegExp(`KNIT-PING-(OK|FAIL) ${addr.replace(/\./g, '\\.')}`))) as RegExpMatchArray;
+    t.is(verdict, 'OK', `the guest could not ping ${addr}:\n${guest.serial().slice(-1500)}`);
+  }
+  // eth0's address is the guest's now: what answers the other pod there is the guest's httpd.
+  t.true([1, 2, 3, 4, 5].some(() => pingFrom(other.ns, podIp)), 'the other pod pings the guest');
+
+  await guest.stop();
+  shim('DEL', 'net1', nadConf);
+  await eventually(() => !ip(sb.ns, 'link', 'show').some((l: Json) => l.ifname === 'tap0') || undefined, 'tap0 removed').catch(() => undefined);
+  t.deepEqual(ip(sb.ns, 'link', 'show').map((l: Json) => l.ifname).sort(), ['eth0', 'lo'], 'DEL net1 takes only the tap');
+  t.true(pingFrom(sb.ns, '10.232.6.1'), 'eth0 carries the pod again');
+  shim('DEL', 'eth0', nodeConf);
+  await eventually(() => JSON.stringify(leftovers(sb.ns, sb.id)) === JSON.stringify(nothingLeft) || undefined, 'sandbox emptied').catch(() => undefined);
+  t.deepEqual(leftovers(sb.ns, sb.id), nothingLeft, 'no tap0, eth0 or host end left');
 });

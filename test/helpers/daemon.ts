@@ -19,6 +19,8 @@ export interface DaemonOptions {
   subnet: string;
   subnet6?: string;
   mode?: 'bridge' | 'routed';
+  /** More fields of the test's own network (e.g. { hairpin: false }). */
+  network?: Record<string, unknown>;
   extraNetworks?: object[];
   config?: Record<string, unknown>;
   env?: Record<string, string>;
@@ -79,6 +81,7 @@ export function daemonConfig(o: DaemonOptions, dir: string) {
         bridge: `${o.prefix}br`,
         ipv4: { subnet: o.subnet },
         ...(o.subnet6 ? { ipv6: { subnet: o.subnet6 } } : {}),
+        ...o.network,
       },
       ...(o.extraNetworks ?? []),
     ],

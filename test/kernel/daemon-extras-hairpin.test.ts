@@ -1,6 +1,6 @@
-// hairpin: true on a bridge network turns hairpin mode on for each pod's bridge port (so a pod
-// can reach itself through a service address); a network without it leaves the port alone.
-// Checked with `ip -d link` and `bridge link`, not through knit.
+// hairpin on a bridge network (the default) turns hairpin mode on for each pod's bridge port (so
+// a pod can reach itself through a service address); a network with hairpin: false leaves the
+// port alone. Checked with `ip -d link` and `bridge link`, not through knit.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import {
@@ -9,7 +9,9 @@ import {
 
 const P = 'khp';
 const PLAIN_BRIDGE = `${P}br2`;
-// config.networks replaces the harness's single network: the first has hairpin on.
+const OFF_BRIDGE = `${P}br3`;
+// config.networks replaces the harness's single network: the first says hairpin, the second
+// leaves it to the default, the third turns it off.
 const opts = {
   prefix: P,
   subnet: '10.234.7.0/24',
@@ -17,6 +19,7 @@ const opts = {
     networks: [
       { name: `${P}net`, mode: 'bridge', bridge: `${P}br`, hairpin: true, ipv4: { subnet: '10.234.7.0/24' } },
       { name: `${P}plain`, mode: 'bridge', bridge: PLAIN_BRIDGE, ipv4: { subnet: '10.234.9.0/24' } },
+      { name: `${P}off`, mode: 'bridge', bridge: OFF_BRIDGE, hairpin: false, ipv4: { subnet: '10.234.10.0/24' } },
     ],
   },
 };
@@ -35,13 +38,13 @@ function bridgeHairpin(dev: string): boolean {
 }
 
 test.before(async () => {
-  removeLinkQuietly(PLAIN_BRIDGE); // a leftover of an interrupted run
+  for (const b of [PLAIN_BRIDGE, OFF_BRIDGE]) removeLinkQuietly(b); // leftovers of an interrupted run
   d = await startDaemon(opts);
 });
 
 test.after.always(async () => {
   await cleanupDaemon(d, opts, ids);
-  removeLinkQuietly(PLAIN_BRIDGE);
+  for (const b of [PLAIN_BRIDGE, OFF_BRIDGE]) removeLinkQuietly(b);
   for (const n of netnsNames) removeNetns(n);
 });
 
@@ -58,12 +61,23 @@ test.serial('a pod on a hairpin network gets a bridge port with hairpin on', asy
   await d!.call('Detach', { sandbox_id: p.id });
 });
 
-test.serial('a pod on a network without hairpin gets a bridge port with hairpin off', async (t) => {
-  const p = pod(2);
+test.serial('a pod on a network that does not mention hairpin gets it on: the default', async (t) => {
+  const p = pod(3);
   const { result } = await d!.call('Attach', attachReq(p.id, p.path, `${P}plain`));
   const hostEnd = result.interfaces.find((i: any) => !i.sandbox).name;
   const [link] = ipJson(['link', 'show', 'dev', hostEnd]);
   t.is(link.master, PLAIN_BRIDGE);
+  t.true(link.linkinfo.info_slave_data.hairpin, 'ip -d link: hairpin on');
+  t.true(bridgeHairpin(hostEnd), 'bridge link: hairpin on');
+  await d!.call('Detach', { sandbox_id: p.id });
+});
+
+test.serial('a pod on a network with hairpin: false gets a bridge port with hairpin off', async (t) => {
+  const p = pod(2);
+  const { result } = await d!.call('Attach', attachReq(p.id, p.path, `${P}off`));
+  const hostEnd = result.interfaces.find((i: any) => !i.sandbox).name;
+  const [link] = ipJson(['link', 'show', 'dev', hostEnd]);
+  t.is(link.master, OFF_BRIDGE);
   t.false(link.linkinfo.info_slave_data.hairpin, 'ip -d link: hairpin off');
   t.false(bridgeHairpin(hostEnd), 'bridge link: hairpin off');
   await d!.call('Detach', { sandbox_id: p.id });

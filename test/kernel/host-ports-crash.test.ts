@@ -10,7 +10,8 @@ import { startDaemon, cleanupDaemon, podFactory, runcAttachReq, type Daemon } fr
 import { crashAndRestart, crashBeforeEachDetachInverse, assertNothingLeft } from '../helpers/crash.js';
 
 const P = 'hhpc';
-const opts = { prefix: P, subnet: '10.181.4.0/24', subnet6: 'fd00:181:4::/64' };
+// hairpin: false, so the plan has the host ports' own hairpin step to crash before.
+const opts = { prefix: P, subnet: '10.181.4.0/24', subnet6: 'fd00:181:4::/64', network: { hairpin: false } };
 const INSTANCE = `knit-${P}`;
 const { pod, ids, removeAll } = podFactory(P);
 let d: Daemon | undefined;

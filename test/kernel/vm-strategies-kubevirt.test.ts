@@ -72,6 +72,7 @@ test('kubevirt bridge binding (routed): eth0-nic and tap0 on k6t-eth0, no pod IP
   const ns = env.ns.name;
   const host = plan.interfaces[0].name;
   t.is(link(ns, 'eth0-nic')?.master, 'k6t-eth0');
+  t.false(link(ns, 'eth0-nic')?.linkinfo?.info_slave_data?.learning, 'ip -d link: the pod NIC\'s port learns no MAC (KubeVirt\'s LinkSetLearningOff)');
   t.is(link(ns, 'tap0')?.master, 'k6t-eth0');
   t.is(link(ns, 'k6t-eth0')?.address, link(ns, 'eth0-nic')?.address);
   t.is(link(ns, 'eth0'), undefined, 'no dummy eth0 (this kernel has none); the record keeps the pod IP');

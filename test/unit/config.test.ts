@@ -59,7 +59,7 @@ test('no path: the embedded default, which works on its own', async (t) => {
   t.deepEqual(c.requiredExtensions, []);
   t.false('metricsAddress' in c, 'metrics are off by default');
   t.deepEqual(c.networks, [{
-    name: 'knit0', mode: 'bridge', bridge: 'knit0', bridgeNetfilter: true, mtu: 1500, hairpin: false,
+    name: 'knit0', mode: 'bridge', bridge: 'knit0', bridgeNetfilter: true, mtu: 1500, hairpin: true,
     ipv4: { subnet: '10.118.0.0/20', gateway: '10.118.0.1', reserved: [] }, routes: [],
   }]);
   t.deepEqual(defaultConfig(), c);
@@ -88,14 +88,14 @@ test('a full file is validated, defaulted and normalized', async (t) => {
   t.deepEqual(config.allowedUids, [0, 1000]);
   const [pods, storage] = config.networks;
   t.deepEqual(pods, {
-    name: 'pods', mode: 'bridge', bridge: 'knit-pods', bridgeNetfilter: true, mtu: 1450, hairpin: false,
+    name: 'pods', mode: 'bridge', bridge: 'knit-pods', bridgeNetfilter: true, mtu: 1450, hairpin: true,
     ipv4: { subnet: '10.118.0.0/20', gateway: '10.118.0.1', rangeStart: '10.118.0.10', reserved: ['10.118.0.5'] },
     ipv6: { subnet: 'fd6b:6e69:7400::/64', gateway: 'fd6b:6e69:7400::1', reserved: [] },
     routes: [{ dst: '192.168.0.0/16', gw: '10.118.0.1' }],
     dns: { nameservers: ['10.96.0.10'], search: ['svc.cluster.local'], options: [] },
   });
   t.deepEqual(storage, {
-    name: 'storage', mode: 'routed', mtu: 1500, hairpin: false,
+    name: 'storage', mode: 'routed', mtu: 1500, hairpin: true,
     ipv4: { subnet: '10.119.0.0/24', gateway: '10.119.0.1', reserved: [] }, routes: [],
   }, 'routed mode drops the bridge');
   // The config feeds IPAM directly.

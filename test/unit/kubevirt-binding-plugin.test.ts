@@ -6,6 +6,7 @@
 import test from 'ava';
 import { podSettings } from '../../src/cni-frontend/annotations.js';
 import { kubevirtStrategy } from '../../runtimes/kubevirt/index.js';
+import { strategies } from '../../runtimes/index.js';
 import { hashedPodInterface, preparePodInterface } from '../../runtimes/kubevirt/pod-interface.js';
 import { kubevirtTapName } from '../../runtimes/kubevirt/names.js';
 import type { TapHandoff } from '../../src/base/handoff.js';
@@ -58,7 +59,7 @@ test('on the hashed pod interface another CNI made: the tap tap<hash> for uid 10
   t.false(plan.steps.some((s) => s.do.op === 'link.set' && (s.do as { link: string }).link === 'podb1f51a511f1'), 'the other CNI\'s interface is not changed');
   t.deepEqual(plan.ips, []);
   const h = plan.interfaces[0]!.handoff as TapHandoff;
-  t.like(h, { name: 'tapb1f51a511f1', mac: '0a:00:00:00:00:07', mtu: 1400, queues: 4, flags: 'IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|IFF_MULTI_QUEUE' });
+  t.like(h, { name: 'tapb1f51a511f1', mac: '0a:00:00:00:00:07', mtu: 1400, queues: 4, flags: 'IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|IFF_MULTI_QUEUE', podInterface: 'podb1f51a511f1' });
   t.deepEqual(h.guest.ips, [{ address: '10.1.2.3/24', family: 4, gateway: '10.1.2.1' }]);
   t.deepEqual(h.guest.routes, [{ dst: '0.0.0.0/0', gateway: '10.1.2.1' }]);
   t.is(h.guest.name, 'net1', 'the interface of the request (CNI_IFNAME), as for every hand-off');
@@ -72,4 +73,24 @@ test('the primary network: no hashed interface, so eth0 and tap0; no pod interfa
   t.like(kubevirtStrategy.planInterface({ ...input, prepared }).steps[0]!.do, { name: 'tap0' });
   await t.throwsAsync(preparePodInterface(input, fakeKernel([]), 'default'), { message: /interfaces\[0\]\.binding\.logicNetwork: .*neither pod[0-9a-f]{11} nor eth0/ });
   t.throws(() => kubevirtStrategy.planInterface(makeInput('kubevirt', [{ name: 'eth0', binding: { binding: 'masquerade', logicNetwork: 'x' } }])), { message: /logicNetwork: only applies to binding tap/ });
+});
+
+test('every runtime plans a binding on a pod interface already there the same way: a runc pod whose eth0 knit made gets the tap on eth0 (issue 34), and a CNI network runs no chain for it', async (t) => {
+  const ctx = fakeKernel([{ name: 'eth0', index: 2, mac: '0a:00:00:00:00:01', mtu: 1500 }]);
+  const ifaces = [{ name: 'eth0' }, { name: 'net1', binding: { binding: 'tap', logicNetwork: 'default' } }];
+  for (const runtime of ['runc', 'kata', 'kubevirt'] as const) {
+    const input = makeInput(runtime, ifaces, { index: 1 });
+    const prepared = await strategies[runtime].prepare!(input, ctx);
+    const plan = strategies[runtime].planInterface({ ...input, prepared });
+    t.deepEqual(plan.steps.map((s) => s.do.op), ['tun.add', 'link.set', 'qdisc.add', 'qdisc.add', 'filter.add', 'filter.add'], runtime);
+    t.like(plan.steps[0]!.do, { op: 'tun.add', name: 'tap0', owner: 107, group: 107 }, runtime);
+    const redirects = plan.steps.filter((s) => s.do.op === 'filter.add').map((s) => s.do as { link: string; redirectTo: string });
+    t.deepEqual(redirects.map((f) => `${f.link}→${f.redirectTo}`).sort(), ['eth0→tap0', 'tap0→eth0'], runtime);
+    t.like(plan.interfaces[0]!.handoff, { runtime: 'kubevirt', model: 'tap', name: 'tap0', mac: '0a:00:00:00:00:01' }, runtime);
+    const onChain = { ...input, network: { ...input.network, mode: 'cni' as const, cni: { conflist: '{}', pluginDirs: [], cacheDir: '/x', timeoutMs: 1000 } } };
+    const chainPlan = strategies[runtime].planInterface({ ...onChain, prepared: await strategies[runtime].prepare!(onChain, ctx) });
+    t.false(chainPlan.steps.some((s) => s.do.op === 'cni.add'), `${runtime}: no chain for an interface that makes no pod interface`);
+  }
+  // The runtime's own options stay refused where they were: runc takes no binding on its veths.
+  t.throws(() => strategies.runc.planInterface(makeInput('runc', [{ name: 'eth0', binding: { binding: 'tap' } }])), { message: /runc takes no binding options/ });
 });

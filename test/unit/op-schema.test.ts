@@ -41,7 +41,7 @@ const SAMPLES: Op[] = [
   }),
   full<LinkSetOp>({
     op: 'link.set', link: 'a0', up: true, mtu: 1400, mac: '02:00:00:00:00:06', name: 'a1', master: 'br0', netns: ns, alias: '', group: 2, txqlen: 5,
-    hairpin: true, bridgeNetfilter: true, ignoreMissing: true,
+    hairpin: true, learning: false, bridgeNetfilter: true, ignoreMissing: true,
   }),
   full<LinkDelOp>({ op: 'link.del', link: 'a0', ignoreMissing: true }),
   full<LinkDelGroupOp>({ op: 'link.delGroup', group: 7, ignoreMissing: true }),

@@ -312,9 +312,12 @@ PreparedOp PrepareLinkSet(const Fields& f) {
   }
 
   auto hairpin = f.OptBool("hairpin");
-  if (any || !hairpin) op.requests.push_back(r.Done());
-  if (hairpin) {
-    // Bridge port flags go to the bridge's own handler (AF_BRIDGE), as `bridge link set` does.
+  auto learning = f.OptBool("learning");
+  const bool portFlags = hairpin || learning;
+  if (any || !portFlags) op.requests.push_back(r.Done());
+  if (portFlags) {
+    // Bridge port flags go to the bridge's own handler (AF_BRIDGE), as `bridge link set` does;
+    // after the request above, which may have just made the link a port.
     RequestBuilder h(RTM_SETLINK, kAck);
     ifinfomsg bi{};
     bi.ifi_family = AF_BRIDGE;
@@ -323,7 +326,8 @@ PreparedOp PrepareLinkSet(const Fields& f) {
     if (rename) target = LinkRef{true, f.Str("name"), 0};
     h.LinkAt(bh + offsetof(ifinfomsg, ifi_index), target, f.PathOf("link"), true);
     size_t prot = h.b.Begin(IFLA_PROTINFO | NLA_F_NESTED);
-    h.b.U8(IFLA_BRPORT_MODE, *hairpin ? 1 : 0);
+    if (hairpin) h.b.U8(IFLA_BRPORT_MODE, *hairpin ? 1 : 0);
+    if (learning) h.b.U8(IFLA_BRPORT_LEARNING, *learning ? 1 : 0);
     h.b.End(prot);
     op.requests.push_back(h.Done());
   }
