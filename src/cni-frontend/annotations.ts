@@ -8,6 +8,8 @@ import type { PluginConfig } from './request.js';
 import type { WireBandwidth, WirePortMapping } from '../api/wire-types.js';
 import { goField } from '../netattach/go-json.js';
 
+/** The runtime's K8S_POD_INFRA_CONTAINER_ID of a sandbox's first ADD. */
+export const INFRA_CONTAINER_LABEL = 'knit.dev/infra-container-id';
 /** Which CNI network (conflist name) attached a sandbox: GC only touches its own. */
 export const CNI_NETWORK_LABEL = 'knit.dev/cni-network';
 /** Pod annotation: runc (default), kata or kubevirt. */
@@ -121,7 +123,7 @@ export function podSettings(conf: PluginConfig): PodSettings {
     annotations,
     labels: (args): Record<string, string> => {
       const infra = args.get('K8S_POD_INFRA_CONTAINER_ID');
-      return infra ? { 'knit.dev/infra-container-id': infra } : {};
+      return infra ? { [INFRA_CONTAINER_LABEL]: infra } : {};
     },
   };
 }

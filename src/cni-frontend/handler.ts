@@ -150,7 +150,7 @@ export class CniFrontend {
       );
       const full = plan ? withAttachments(attach, plan, attached) : attach;
       result = await this.service.attach(full);
-      if (plan) result = await this.afterAttach(podRef!, plan, full, conf, v, result);
+      if (plan) result = await this.afterAttach(podRef!, plan, full, conf, result);
     } else if (existing.result && (hasInterface(existing.result, req.ifname) || existing.request.interfaces.some((i) => i.name === req.ifname))) {
       // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
       // fresh hand-off tokens as an Attach answer has.
@@ -212,11 +212,11 @@ export class CniFrontend {
   }
 
   /** KubeVirt's binding entries, then the pod's network-status; answers the primary's part. */
-  private async afterAttach(pod: PodRef, plan: PodPlan, req: AttachRequest, conf: PluginConfig, v: CniVersion, result: AttachResult): Promise<AttachResult> {
+  private async afterAttach(pod: PodRef, plan: PodPlan, req: AttachRequest, conf: PluginConfig, result: AttachResult): Promise<AttachResult> {
     const later = plan.interfaces.filter((p) => p.later);
     const full = (await addLater(this.service, req.sandboxId, later, (source) => (field) => sourceField(field, [source]))) ?? result;
     const recorded = this.service.lookup(req.sandboxId)?.request ?? req;
-    publish(this.opts.secondary!, pod, podNetworkStatus(full, recorded, conf.name ?? '', plan, v));
+    publish(this.opts.secondary!, pod, podNetworkStatus(full, recorded, conf.name ?? '', plan));
     return primaryAnswer(result, req);
   }
 

@@ -5,7 +5,7 @@
 // the background. docs/secondary-networks.md says why it is shaped this way.
 import { KnitError } from '../base/errors.js';
 import type { AttachRequest, AttachResult, SandboxService } from '../base/types.js';
-import { renderResult, type CniVersion } from '../cni/spec.js';
+import { renderResult } from '../cni/spec.js';
 import { formatNetworkStatus, networkStatuses, type NetworkStatus, type ResultLike } from '../netattach/status.js';
 import { draInterfaceNames } from '../dra/labels.js';
 import { validateAddInterface } from '../api/validate.js';
@@ -48,10 +48,10 @@ export async function addLater(service: SandboxService, sandboxId: string, later
 
 /** The pod's network-status: the primary (default), each network of the plan in order, then
  * the DRA devices knit moved in (device-info with their PCI address). Each from the result its
- * own CNI ADD would have answered, in the version the runtime asked. */
-export function podNetworkStatus(result: AttachResult, req: AttachRequest, primaryName: string, plan: PodPlan, v: CniVersion): string {
+ * own CNI ADD would have answered, as CNI 1.1.0 results (with the interfaces' MTUs). */
+export function podNetworkStatus(result: AttachResult, req: AttachRequest, primaryName: string, plan: PodPlan): string {
   const statuses: NetworkStatus[] = [];
-  const of = (ifname: string) => renderResult(only(result, ifname), v) as ResultLike;
+  const of = (ifname: string) => renderResult(only(result, ifname), '1.1.0') as ResultLike;
   statuses.push(...networkStatuses(of(req.interfaces[0]!.name), plan.primary?.attachment.name ?? primaryName, true));
   for (const p of plan.interfaces) statuses.push(...networkStatuses(of(p.wire.name as string), p.attachment.name, false));
   for (const ifname of draInterfaceNames(req.labels)) {

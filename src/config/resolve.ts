@@ -82,6 +82,8 @@ export interface KnitConfig {
   kata: { danDir: string };
   /** Seconds between sweeps for sandboxes whose netns is gone; 0 is off (schema.ts). */
   goneNetnsSweepSeconds: number;
+  /** CNI chains that may run at once (schema.ts). */
+  cniParallelChains: number;
   /** Set when a network spans the cluster. */
   cluster?: ClusterSettings;
   defaultNetwork: string;

@@ -260,6 +260,10 @@ export const configSchema = z.strictObject({
       backoffMs: z.number().int().min(10).max(3_600_000).default(5_000),
     })
     .default({}),
+  /** At most this many CNI chains (a mode: cni network's, a NetworkAttachmentDefinition's) run at
+   * once, ADD or DEL; the rest wait their turn. Bounds the plugin processes of a burst of pod
+   * starts, whose memory counts against knit's cgroup (README "Secondary networks"). */
+  cniParallelChains: z.number().int().min(1).max(1024).default(8),
   /** Every this many seconds knit detaches the sandboxes whose network namespace is gone
    * (deleted without a Detach or CNI DEL); 0 turns the timer off. Start-up, a pool running dry
    * and a sandbox's host link vanishing sweep too, whatever this says (src/core/gone-netns.ts). */

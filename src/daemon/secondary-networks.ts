@@ -7,6 +7,7 @@
 // bounded read; network-status written in the background (network-status-writer.ts).
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { NetworkSpec } from '../base/strategy.js';
@@ -14,6 +15,7 @@ import { CniCode, KnitError } from '../base/errors.js';
 import type { SecondaryNetworksSettings } from '../config/index.js';
 import type { AttachmentDefinition } from '../netattach/definition.js';
 import { configFromFiles } from '../netattach/definition.js';
+import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION } from '../netattach/selection.js';
 import type { PodRef, SecondaryNetworksPort, SecondarySettings } from '../cni-frontend/pod-networks.js';
 import type { Informer, KubeClient, NetworkAttachmentDefinition, Pod } from '../kube/index.js';
 
@@ -22,6 +24,9 @@ const nadPath = (ns: string, name: string) => `/apis/k8s.cni.cncf.io/v1/namespac
 
 export interface SecondaryNetworks {
   port: SecondaryNetworksPort;
+  /** Called with a pod of this node whose networks annotation knit has not followed yet: each
+   * change, each pod at the first list, and every pod again each resyncMs (a NAD made since). */
+  onPodNetworks(fn: (pod: PodRef, annotations: Record<string, string>) => void): void;
   close(): Promise<void>;
 }
 
@@ -31,6 +36,19 @@ export interface SecondaryOptions {
   log: Logger;
   userAgent: string;
 }
+
+/** The annotations knit reads of a pod. */
+const POD_ANNOTATIONS_KEPT = [NETWORKS_ANNOTATION, DEFAULT_NETWORK_ANNOTATION];
+
+/** What the pod informer keeps of a pod: its names, UID and the networks it asks for. */
+export function podKept(p: Pod): Pod {
+  const { name, namespace, uid, resourceVersion, annotations = {} } = p.metadata;
+  const kept = Object.fromEntries(POD_ANNOTATIONS_KEPT.filter((k) => k in annotations).map((k) => [k, annotations[k]!]));
+  return { metadata: { name, namespace, uid, resourceVersion, annotations: kept } };
+}
+
+/** How often every pod is looked at again: a NAD made after a pod asked for it. */
+const POD_RESYNC_MS = 300_000;
 
 /** What the informer keeps of a definition: its names, its config. */
 export function definitionKept(d: NetworkAttachmentDefinition): NetworkAttachmentDefinition {
@@ -77,7 +95,7 @@ export async function startSecondaryNetworks(o: SecondaryOptions): Promise<Secon
       },
       publishStatus() {},
     };
-    return { port, close: async () => {} };
+    return { port, onPodNetworks() {}, close: async () => {} };
   }
   return startFromApi(o, common);
 }
@@ -93,6 +111,22 @@ async function startFromApi(o: SecondaryOptions, common: Pick<SecondaryNetworksP
     else o.log.info({ state, detail }, 'secondary networks: NetworkAttachmentDefinitions');
   });
   definitions.start();
+  // This node's pods, for a networks annotation that changes while the pod runs.
+  const nodeName = settings.nodeName ?? process.env.NODE_NAME ?? os.hostname();
+  const pods: Informer<Pod> = new Informer<Pod>(client, '/api/v1/pods', { fieldSelector: `spec.nodeName=${nodeName}`, transform: podKept, resyncMs: POD_RESYNC_MS });
+  const podListeners: ((pod: PodRef, annotations: Record<string, string>) => void)[] = [];
+  pods.onChange((kind, pod, old) => {
+    if (kind === 'delete') return;
+    const annotations = pod.metadata.annotations ?? {};
+    // An update that changed nothing knit reads is not news (a resync is: obj === old).
+    if (kind === 'update' && old && old !== pod && POD_ANNOTATIONS_KEPT.every((k) => annotations[k] === old.metadata.annotations?.[k])) return;
+    const ref = { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name, uid: pod.metadata.uid ?? '' };
+    for (const fn of podListeners) fn(ref, annotations);
+  });
+  pods.onState((state, detail) => {
+    if (state === 'unreachable') o.log.warn({ detail }, 'secondary networks: Kubernetes API unreachable; keeping the last view of this node\'s pods');
+  });
+  pods.start();
   const writer = new NetworkStatusWriter(client, o.log, (n) => backoffDelay(n, DEFAULT_BACKOFF));
   /** A read that gives up after lookupTimeoutMs: an ADD never waits longer for the API. */
   const bounded = <T>(p: string) => client.get<T>(p, { signal: AbortSignal.timeout(o.settings().lookupTimeoutMs) });
@@ -110,6 +144,8 @@ async function startFromApi(o: SecondaryOptions, common: Pick<SecondaryNetworksP
       }
     },
     async podAnnotations(pod: PodRef) {
+      const held = pods.get(`${pod.namespace}/${pod.name}`);
+      if (held && held.metadata.uid === pod.uid) return held.metadata.annotations ?? {};
       try {
         const p = await bounded<Pod>(`/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`);
         if (pod.uid && p.metadata.uid !== pod.uid) throw new KnitError('FAILED_PRECONDITION', `pod ${pod.namespace}/${pod.name}: its UID is ${p.metadata.uid}, not ${pod.uid} (K8S_POD_UID): the pod was made again`);
@@ -123,9 +159,10 @@ async function startFromApi(o: SecondaryOptions, common: Pick<SecondaryNetworksP
   };
   return {
     port,
+    onPodNetworks: (fn) => void podListeners.push(fn),
     close: async () => {
       writer.close();
-      await definitions.stop();
+      await Promise.all([definitions.stop(), pods.stop()]);
       client.close();
     },
   };

@@ -10,6 +10,7 @@ import { refuseInsecureDirs } from '../config/permissions.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { DaemonActionRunner } from './action-runner.js';
+import { ChainSlots } from '../cni-exec/slots.js';
 import { peerCred } from '../net/peercred.js';
 import { SandboxManager } from '../core/manager.js';
 import type { ManagerHooks } from '../core/ports.js';
@@ -35,6 +36,7 @@ import { publishLinkEvents } from './link-events.js';
 import { scheduleGoneNetnsSweeps } from './gone-netns-sweeps.js';
 import { startGuestDhcpWhenNeeded } from './guest-dhcp-gate.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
+import { PodHotplug } from '../cni-frontend/pod-hotplug.js';
 import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
 import { installProblems, installRecordPath } from '../cni-frontend/install.js';
@@ -46,7 +48,7 @@ export interface ServeOptions {
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra', 'secondaryNetworks'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra', 'secondaryNetworks', 'cniParallelChains'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -85,6 +87,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const runner = new DaemonActionRunner({
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
     beforeAdd: beforeCniAdd,
+    slots: new ChainSlots(config.cniParallelChains),
   });
   const metrics = new KnitMetrics();
   // The DRA driver first, when configured (its modules load only then): the kubelet's sockets
@@ -235,6 +238,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // knit in Multus's place, only when configured: its modules (and the API client) load only then.
   const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, log) : undefined;
   const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord), ...(secondary && { secondary: secondary.port }) });
+  if (secondary) {
+    const hotplug = new PodHotplug(service, secondary.port, log.child({ part: 'secondary-networks' }));
+    secondary.onPodNetworks((pod, annotations) => void hotplug.reconcile(pod, annotations));
+  }
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
     run: (request) => answer(cniFrontend, request),

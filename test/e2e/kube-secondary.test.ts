@@ -9,106 +9,49 @@
 // here (the Go module proxy refuses it): the pods and NADs are what Multus users write.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { cleanupDaemon, eventually, removeLinkQuietly, startDaemon, CLI, type Daemon } from '../helpers/daemon.js';
+import { eventually } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
-import { relay } from '../helpers/api-relay.js';
-import { fileScope, startControlPlane, startKubelet, type ControlPlane, type Kubelet } from '../fixtures/kube-cluster.js';
-import { BUSYBOX_IMAGE } from '../fixtures/kube-node.js';
+import { startSecondaryCluster, STATUS, type SecondaryCluster } from '../helpers/secondary-cluster.js';
+import { fileScope } from '../fixtures/kube-cluster.js';
 import { KubeClient, loadKubeAccess, backoffDelay, DEFAULT_BACKOFF } from '../../src/kube/index.js';
 import { NetworkStatusWriter } from '../../src/daemon/network-status-writer.js';
-import { fileNameOf } from '../../src/store/index.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const deploy = (f: string) => path.join(root, 'deploy', f);
 
 const P = uniquePrefix('ksec');
-const NS = `${P}app`.replace(/-/g, '');
-const CLUSTER_CIDR = '10.189.0.0/16';
-const SUBNET = '10.189.0.0/24'; // the one node's podCIDR: knit's primary network
 const STORAGE = `${P}st`; // knit's own second network
 const BLUE_BRIDGE = `${P}b1`;
 const MASTER = `${P}m0`; // the macvlan's lower device on the host
-const STATUS = 'k8s.v1.cni.cncf.io/network-status';
-const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
 const scope = fileScope(test);
-const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}`));
-const dataDir = path.join(dir, 'ipam');
-let d: Daemon;
-let cp: ControlPlane;
-let node: Kubelet;
-let link: Awaited<ReturnType<typeof relay>>;
+let c: SecondaryCluster;
+let NS: string;
 
-const hostLocal = (subnet: string) => ({ type: 'host-local', dataDir, ranges: [[{ subnet }]] });
-const NADS: Record<string, object> = {
-  blue: { cniVersion: '1.0.0', name: 'blue', plugins: [{ type: 'bridge', bridge: BLUE_BRIDGE, isGateway: true, ipam: hostLocal('10.190.1.0/24') }] },
-  red: { cniVersion: '0.4.0', type: 'macvlan', master: MASTER, mode: 'bridge', ipam: hostLocal('10.190.2.0/24') },
-  storage: { cniVersion: '1.0.0', type: 'knit', network: STORAGE },
-  green: { cniVersion: '1.0.0', name: 'green', type: 'bridge', bridge: `${P}b4`, ipam: hostLocal('10.190.4.0/24') },
+const hostLocal = (subnet: string) => ({ type: 'host-local', dataDir: c.dataDir, ranges: [[{ subnet }]] });
+const NADS: Record<string, () => object> = {
+  blue: () => ({ cniVersion: '1.0.0', name: 'blue', plugins: [{ type: 'bridge', bridge: BLUE_BRIDGE, isGateway: true, ipam: hostLocal('10.190.1.0/24') }] }),
+  red: () => ({ cniVersion: '0.4.0', type: 'macvlan', master: MASTER, mode: 'bridge', ipam: hostLocal('10.190.2.0/24') }),
+  storage: () => ({ cniVersion: '1.0.0', type: 'knit', network: STORAGE }),
+  green: () => ({ cniVersion: '1.0.0', name: 'green', type: 'bridge', bridge: `${P}b4`, ipam: hostLocal('10.190.4.0/24') }),
 };
-const nad = (name: string) => ({ apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name, namespace: 'default' }, spec: { config: JSON.stringify(NADS[name]) } });
-const apply = (obj: object) => cp.kubectlInput(JSON.stringify(obj), 'apply', '-f', '-');
-const leases = (net: string) => (existsSync(path.join(dataDir, net)) ? readdirSync(path.join(dataDir, net)).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : []);
-
-function pod(name: string, networks: string) {
-  return {
-    apiVersion: 'v1', kind: 'Pod',
-    metadata: { name, namespace: NS, labels: { app: 'sec' }, annotations: { [NETWORKS]: networks } },
-    spec: {
-      terminationGracePeriodSeconds: 1, automountServiceAccountToken: false, enableServiceLinks: false,
-      containers: [{ name: 'c', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '1000000'] }],
-    },
-  };
-}
-const ready = (name: string, timeout = '180s') => cp.kubectl('wait', '-n', NS, '--for=condition=Ready', `pod/${name}`, `--timeout=${timeout}`);
-/** The pod's IPv4 addresses by interface, as `ip` inside it shows them. */
-async function addrsIn(name: string): Promise<Record<string, string>> {
-  const out = await cp.kubectl('exec', '-n', NS, name, '--', 'ip', '-o', '-4', 'addr', 'show');
-  return Object.fromEntries(out.trim().split('\n').map((l) => l.split(/\s+/)).filter((f) => f[1] !== 'lo').map((f) => [f[1]!, f[3]!]));
-}
-const annotationsOf = async (name: string): Promise<Record<string, string>> => (await cp.getJson('get', 'pod', '-n', NS, name)).metadata.annotations ?? {};
-const knitList = (): any[] => {
-  const l = JSON.parse(execFileSync(process.execPath, [CLI, 'list', '--json', '--socket', d.socket], { encoding: 'utf8' }));
-  return Array.isArray(l) ? l : (l.sandboxes ?? []);
-};
-const sandboxOf = (name: string) => knitList().find((s) => s.request.pod_name === name && s.request.pod_namespace === NS);
+const nad = (name: string) => c.nad(name, NADS[name]!());
+const apply = (obj: object) => c.apply(obj);
+const pod = (name: string, networks: string) => c.pod(name, networks);
+const ready = (name: string, timeout?: string) => c.ready(name, timeout);
+const addrsIn = (name: string) => c.addrsIn(name);
+const annotationsOf = (name: string) => c.annotationsOf(name);
+const sandboxOf = (name: string) => c.sandboxOf(name);
+const knitList = () => c.knitList();
+const leases = (net: string) => c.leases(net);
 
 test.before(async () => {
-  cp = await startControlPlane(scope, { prefix: P, clusterCidr: CLUSTER_CIDR });
-  await cp.kubectl('apply', '-f', deploy('secondary-networks/crd.yaml'));
-  await cp.kubectl('wait', '--for=condition=Established', 'crd/network-attachment-definitions.k8s.cni.cncf.io', '--timeout=60s');
-  await cp.kubectl('apply', '-f', deploy('namespace.yaml'), '-f', deploy('serviceaccount.yaml'), '-f', deploy('secondary-networks/rbac.yaml'));
-  for (const n of ['blue', 'red', 'storage']) await apply(nad(n));
-  // knit reaches the API as deploy/'s ServiceAccount, through a relay the tests cut.
-  link = await relay(new URL(cp.server));
-  scope.teardown(() => link.cut());
-  const token = (await cp.kubectl('create', 'token', 'knit', '-n', 'knit-system', '--duration=3600s')).trim();
-  const kubeconfig = cp.kubeconfigFor(token);
-  writeFileSync(kubeconfig, readFileSync(kubeconfig, 'utf8').replace(cp.server, link.server));
-
-  execFileSync('ip', ['link', 'add', MASTER, 'type', 'veth', 'peer', 'name', `${P}m1`]);
   // Both ends up: a macvlan passes traffic only while its lower device has carrier.
+  execFileSync('ip', ['link', 'add', MASTER, 'type', 'veth', 'peer', 'name', `${P}m1`]);
   for (const l of [MASTER, `${P}m1`]) execFileSync('ip', ['link', 'set', l, 'up']);
-  scope.teardown(() => {
-    for (const l of [MASTER, BLUE_BRIDGE, `${P}b4`, `${P}sb`]) removeLinkQuietly(l);
-    rmSync(dir, { recursive: true, force: true });
+  c = await startSecondaryCluster(scope, {
+    prefix: P, clusterCidr: '10.189.0.0/16', subnet: '10.189.0.0/24', hostLinks: [MASTER, BLUE_BRIDGE, `${P}b4`, `${P}sb`],
+    daemon: { extraNetworks: [{ name: STORAGE, mode: 'bridge', bridge: `${P}sb`, ipv4: { subnet: '10.190.3.0/24' } }] },
   });
-  const opts = {
-    prefix: P, subnet: SUBNET,
-    extraNetworks: [{ name: STORAGE, mode: 'bridge', bridge: `${P}sb`, ipv4: { subnet: '10.190.3.0/24' } }],
-    config: { secondaryNetworks: { kubeconfig, pluginDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cache'), confDir: path.join(dir, 'conf.d'), lookupTimeoutMs: 1000 } },
-  };
-  d = await startDaemon(opts);
-  scope.teardown(() => cleanupDaemon(d, opts)); // registered before the kubelet's: runs after its pods are gone
-  const cniBin = path.join(d.dir, 'cni-bin');
-  const cniConf = path.join(d.dir, 'net.d');
-  execFileSync(process.execPath, [CLI, 'install-cni', '--bin-dir', cniBin, '--conf-dir', cniConf, '--config', d.configPath, '--network', `${P}net`, '--cni-network', `${P}cni`]);
-  node = await startKubelet(scope, cp, { prefix: P, cniConfDir: cniConf, cniBinDir: cniBin });
-  await cp.kubectl('create', 'namespace', NS);
+  NS = c.ns;
+  for (const n of ['blue', 'red', 'storage']) await apply(nad(n));
 });
 
 test.serial('pods annotated as for Multus get a bridge chain, a macvlan and knit\'s second network, named as asked; network-status is Multus\'s and matches the pod; the pods reach each other over both', async (t) => {
@@ -126,7 +69,7 @@ test.serial('pods annotated as for Multus get a bridge chain, a macvlan and knit
   t.regex(a.macnet!, /^10\.190\.2\./);
   t.regex(a.net3!, /^10\.190\.3\./);
   // The kubelet's pod IP is the primary's: the ADD answered eth0 alone.
-  const podA = await cp.getJson('get', 'pod', '-n', NS, 'web-a');
+  const podA = await c.cp.getJson('get', 'pod', '-n', NS, 'web-a');
   t.is(podA.status.podIP, a.eth0!.split('/')[0]);
 
   // network-status, read back as KubeVirt reads it: one entry per network, in Multus's order.
@@ -140,23 +83,23 @@ test.serial('pods annotated as for Multus get a bridge chain, a macvlan and knit
     ['default/red', 'macnet', [a.macnet!.split('/')[0]], false],
     ['default/storage', 'net3', [a.net3!.split('/')[0]], false],
   ]);
-  const macnet = (await cp.kubectl('exec', '-n', NS, 'web-a', '--', 'cat', '/sys/class/net/macnet/address')).trim();
+  const macnet = (await c.cp.kubectl('exec', '-n', NS, 'web-a', '--', 'cat', '/sys/class/net/macnet/address')).trim();
   t.is(status[2].mac, macnet);
 
   // Over the bridge chain and over the macvlan, pod to pod.
-  const ping = (from: string, to: string) => cp.kubectl('exec', '-n', NS, from, '--', 'ping', '-c', '1', '-W', '3', to).then(() => true, () => false);
+  const ping = (from: string, to: string) => c.cp.kubectl('exec', '-n', NS, from, '--', 'ping', '-c', '1', '-W', '3', to).then(() => true, () => false);
   t.true(await ping('web-a', b.blue0!.split('/')[0]!), 'web-a reaches web-b over blue');
   t.true(await ping('web-b', a.macnet!.split('/')[0]!), 'web-b reaches web-a over the macvlan');
   t.is(leases('blue').length, 2);
 
   // knit's record holds each network's chain as it ran.
-  const rec = JSON.parse(readFileSync(path.join(d.dir, 'run', 'sandboxes', fileNameOf(sandboxOf('web-a').request.sandbox_id)), 'utf8'));
+  const rec = c.recordOf('web-a');
   t.deepEqual(rec.request.interfaces.map((i: any) => [i.name, i.attachment?.name ?? null]), [['eth0', null], ['net1', 'default/blue'], ['macnet', 'default/red'], ['net3', 'default/storage']]);
 });
 
 test.serial('the API away from knit: a pod whose NADs knit holds starts and its status is written once the API is back; one whose NAD knit never saw waits (CNI 11) and starts once it is back; DEL needs no API', async (t) => {
   t.timeout(600_000);
-  await link.cut();
+  await c.link.cut();
   await apply(pod('web-c', 'default/blue'));
   await ready('web-c');
   t.regex((await addrsIn('web-c')).net1!, /^10\.190\.1\./);
@@ -165,29 +108,29 @@ test.serial('the API away from knit: a pod whose NADs knit holds starts and its 
   await apply(nad('green'));
   await apply(pod('web-d', 'default/green'));
   await eventually(async () => {
-    const ev = await cp.getJson('get', 'events', '-n', NS, '--field-selector', 'involvedObject.name=web-d');
+    const ev = await c.cp.getJson('get', 'events', '-n', NS, '--field-selector', 'involvedObject.name=web-d');
     return ev.items.some((e: any) => /NetworkAttachmentDefinition default\/green: the Kubernetes API did not answer/.test(e.message));
   }, 'the kubelet saw knit\'s try-again-later', 120_000);
   t.is(sandboxOf('web-d'), undefined);
-  await link.mend();
+  await c.link.mend();
   await eventually(async () => STATUS in (await annotationsOf('web-c')), 'web-c\'s network-status written once the API is back', 120_000);
   await ready('web-d', '300s');
   t.regex((await addrsIn('web-d')).net1!, /^10\.190\.4\./);
 
   // DEL with the API away: the pod goes, and so do its leases.
-  await link.cut();
+  await c.link.cut();
   const blueBefore = leases('blue').length;
-  await cp.kubectl('delete', 'pod', '-n', NS, 'web-c', '--wait=true', '--timeout=120s');
+  await c.cp.kubectl('delete', 'pod', '-n', NS, 'web-c', '--wait=true', '--timeout=120s');
   await eventually(() => sandboxOf('web-c') === undefined, 'knit detached web-c', 60_000);
   t.is(leases('blue').length, blueBefore - 1);
-  await link.mend();
+  await c.link.mend();
 });
 
 test.serial('a NAD deleted while pods use it: deleting the pods gives every lease and device back from knit\'s record', async (t) => {
   t.timeout(300_000);
-  await cp.kubectl('delete', 'network-attachment-definition', '-n', 'default', 'blue', 'red');
+  await c.cp.kubectl('delete', 'network-attachment-definition', '-n', 'default', 'blue', 'red');
   const ids = ['web-a', 'web-b'].map((n) => sandboxOf(n).request.sandbox_id);
-  await cp.kubectl('delete', 'pod', '-n', NS, 'web-a', 'web-b', '--wait=true', '--timeout=120s');
+  await c.cp.kubectl('delete', 'pod', '-n', NS, 'web-a', 'web-b', '--wait=true', '--timeout=120s');
   await eventually(() => ids.every((id) => !knitList().some((s) => s.request.sandbox_id === id)), 'knit detached both', 60_000);
   t.deepEqual(leases('blue'), []);
   t.deepEqual(leases('red'), []);
@@ -201,16 +144,16 @@ test.serial('kill -9 between two networks of a pod: the next knit takes it back,
   // Where the second network's steps start, from a pod of the same shape.
   await apply(pod('probe', 'default/blue, default/red'));
   await ready('probe');
-  const rec = JSON.parse(readFileSync(path.join(d.dir, 'run', 'sandboxes', fileNameOf(sandboxOf('probe').request.sandbox_id)), 'utf8'));
+  const rec = c.recordOf('probe');
   const at = rec.steps.findIndex((s: any) => s.iface === 'net2');
-  await cp.kubectl('delete', 'pod', '-n', NS, 'probe', '--wait=true', '--timeout=120s');
+  await c.cp.kubectl('delete', 'pod', '-n', NS, 'probe', '--wait=true', '--timeout=120s');
   await eventually(() => sandboxOf('probe') === undefined, 'probe detached', 60_000);
 
-  await d.stop();
-  const armed = await d.restart({ KNIT_FAILPOINT: `attach:${at}` });
+  await c.daemon.stop();
+  const armed = await c.daemon.restart({ KNIT_FAILPOINT: `attach:${at}` });
   await apply(pod('web-e', 'default/blue, default/red'));
   await armed.exited; // the failpoint fired inside the pod's ADD
-  d = await armed.restart();
+  c.daemon = await armed.restart();
   await ready('web-e', '300s');
   t.deepEqual(Object.keys(await addrsIn('web-e')).sort(), ['eth0', 'net1', 'net2']);
   // web-e is the only pod on blue and red now: the crashed attempt's blue lease was given back.
@@ -220,19 +163,19 @@ test.serial('kill -9 between two networks of a pod: the next knit takes it back,
 
 test.serial('network-status goes only to the pod the ADD was for: a pod made again under the same name keeps its own, a pod with no annotations gets the map', async (t) => {
   t.timeout(300_000);
-  const admin = new KubeClient(loadKubeAccess({ kubeconfig: cp.adminKubeconfig }));
+  const admin = new KubeClient(loadKubeAccess({ kubeconfig: c.cp.adminKubeconfig }));
   t.teardown(() => admin.close());
   const writer = new NetworkStatusWriter(admin, pino({ level: 'silent' }), (n) => backoffDelay(n, DEFAULT_BACKOFF));
   t.teardown(() => writer.close());
   // Bound to a node that does not run: no kubelet (and so no knit) ever touches it.
-  const bare = { ...pod('again', ''), metadata: { name: 'again', namespace: NS } };
-  (bare.spec as any).nodeName = `${P}nowhere`;
-  const gone = () => cp.kubectl('delete', 'pod', '-n', NS, 'again', '--grace-period=0', '--force', '--wait=true', '--timeout=60s');
+  const bare: any = { ...pod('again', ''), metadata: { name: 'again', namespace: NS } };
+  bare.spec.nodeName = `${P}nowhere`;
+  const gone = () => c.cp.kubectl('delete', 'pod', '-n', NS, 'again', '--grace-period=0', '--force', '--wait=true', '--timeout=60s');
   await apply(bare);
-  const first = (await cp.getJson('get', 'pod', '-n', NS, 'again')).metadata.uid;
+  const first = (await c.cp.getJson('get', 'pod', '-n', NS, 'again')).metadata.uid;
   await gone();
   await apply(bare);
-  const second = (await cp.getJson('get', 'pod', '-n', NS, 'again')).metadata.uid;
+  const second = (await c.cp.getJson('get', 'pod', '-n', NS, 'again')).metadata.uid;
   t.not(first, second);
   writer.publish({ namespace: NS, name: 'again', uid: first }, '[{"name":"stale"}]');
   await eventually(() => writer.idle, 'the stale write settled', 30_000);
@@ -242,9 +185,28 @@ test.serial('network-status goes only to the pod the ADD was for: a pod made aga
   await gone();
 });
 
+test.serial('hot-plug: a running pod\'s networks annotation changed gets the new network added and the dropped one removed, each in the pod, the leases and network-status', async (t) => {
+  t.timeout(300_000);
+  await apply(pod('web-h', 'default/blue@hp1'));
+  await ready('web-h');
+  t.deepEqual(Object.keys(await addrsIn('web-h')).sort(), ['eth0', 'hp1']);
+  const blueLeases = leases('blue').length;
+  await c.cp.kubectl('annotate', '--overwrite', '-n', NS, 'pod/web-h', `k8s.v1.cni.cncf.io/networks=default/blue@hp1, default/green@hp2`);
+  await eventually(async () => 'hp2' in (await addrsIn('web-h')), 'hp2 added to the running pod', 120_000);
+  t.regex((await addrsIn('web-h')).hp2!, /^10\.190\.4\./);
+  await eventually(async () => JSON.parse((await annotationsOf('web-h'))[STATUS] ?? '[]').some((s: any) => s.name === 'default/green' && s.interface === 'hp2'), 'network-status lists hp2', 60_000);
+  await c.cp.kubectl('annotate', '--overwrite', '-n', NS, 'pod/web-h', `k8s.v1.cni.cncf.io/networks=default/green@hp2`);
+  await eventually(async () => !('hp1' in (await addrsIn('web-h'))), 'hp1 removed from the running pod', 120_000);
+  t.is(leases('blue').length, blueLeases - 1, 'hp1\'s blue lease given back');
+  t.deepEqual(Object.keys(await addrsIn('web-h')).sort(), ['eth0', 'hp2']);
+  await eventually(async () => !JSON.parse((await annotationsOf('web-h'))[STATUS]).some((s: any) => s.name === 'default/blue'), 'network-status no longer lists blue', 60_000);
+  const rec = c.recordOf('web-h');
+  t.deepEqual(rec.request.interfaces.map((i: any) => i.name), ['eth0', 'hp2']);
+});
+
 test.serial('pods deleted: knit detached every one, no lease, device or record is left', async (t) => {
   t.timeout(300_000);
-  await cp.kubectl('delete', 'pod', '-n', NS, '-l', 'app=sec', '--wait=true', '--timeout=180s');
+  await c.cp.kubectl('delete', 'pod', '-n', NS, '-l', 'app=sec', '--wait=true', '--timeout=180s');
   await eventually(() => knitList().filter((s) => s.request.pod_namespace === NS).length === 0, 'knit records gone', 120_000);
   for (const n of ['blue', 'red', 'green']) t.deepEqual(leases(n), [], n);
   const ports = JSON.parse(execFileSync('ip', ['-j', 'link', 'show', 'master', BLUE_BRIDGE], { encoding: 'utf8' }) || '[]');

@@ -39,13 +39,13 @@ test('the CRD validates and is the NetworkAttachmentDefinition knit reads: k8s.c
   t.throws(() => new CustomResourceDefinition(broken).validate(), undefined, 'the validator is not one that cannot fail');
 });
 
-test('the ServiceAccount is bound to exactly what knit reads and writes: NADs get/list/watch, pods get/patch', (t) => {
+test('the ServiceAccount is bound to exactly what knit reads and writes: NADs get/list/watch, pods get/list/watch/patch', (t) => {
   const [role, binding] = objects(path.join(dir, 'rbac.yaml'));
   t.notThrows(() => new ClusterRole(role).validate());
   t.notThrows(() => new ClusterRoleBinding(binding).validate());
   t.deepEqual(role.rules, [
     { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] },
   ]);
   t.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name });
   t.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'knit', namespace: 'knit-system' }]);
