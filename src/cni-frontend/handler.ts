@@ -129,6 +129,12 @@ export class CniFrontend {
     if (!existing) {
       const plan = podRef ? await this.podPlan(podRef, pod.annotations, conf, req, args) : undefined;
       const attached = plan?.interfaces.filter((p) => !p.later) ?? [];
+      const moved = attached.find((p) => p.wire.default_route);
+      if (moved && pod.portMappings.length) {
+        // The host ports belong to the interface with the default route (a chain's portmap, or
+        // knit's table on its own network): they would leave the pod's primary interface.
+        throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: ${moved.source} moves the pod's default route off its primary interface, where its host ports are; knit does not map them there`);
+      }
       // The default-network annotation's network takes the primary's place, with what the runtime passed for it.
       const primary = plan?.primary ? { ...iface, network: '', binding: {}, mac: '', ips: [], bandwidth: null, ...plan.primary.wire } : iface;
       const sources = [plan?.primary?.source, ...attached.map((p) => p.source)];

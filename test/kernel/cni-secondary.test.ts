@@ -94,13 +94,13 @@ test.after.always(async () => {
 });
 
 /** knit-cni exec'd as containerd's CRI plugin execs it for a pod's eth0. */
-function shim(command: string, p: { id: string; path: string }, annotations: Record<string, string> | undefined, podName = 'web') {
-  const conf = knitShimConf(opts.prefix, d!.dir, annotations ? { runtimeConfig: { 'io.kubernetes.cri.pod-annotations': annotations } } : {});
+function shim(command: string, p: { id: string; path: string }, annotations: Record<string, string> | undefined, podName = 'web', podNamespace = 'default', runtimeConfig: object = {}) {
+  const conf = knitShimConf(opts.prefix, d!.dir, annotations ? { runtimeConfig: { 'io.kubernetes.cri.pod-annotations': annotations, ...runtimeConfig } } : {});
   const r = spawnSync(SHIM, [], {
     input: JSON.stringify(conf), encoding: 'utf8',
     env: {
       PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: p.id, CNI_NETNS: p.path, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni',
-      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${podName};K8S_POD_INFRA_CONTAINER_ID=${p.id};K8S_POD_UID=uid-${p.id}`,
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${podNamespace};K8S_POD_NAME=${podName};K8S_POD_INFRA_CONTAINER_ID=${p.id};K8S_POD_UID=uid-${p.id}`,
     },
   });
   return { code: r.status, out: r.stdout.trim() ? JSON.parse(r.stdout) : undefined, raw: r.stdout };
@@ -219,7 +219,7 @@ test.serial('a network whose chain fails takes the pod back whole: the ADD fails
   t.is(q.code, 5, 'no record');
 });
 
-test.serial('what is refused, naming the annotation entry: a definition that does not exist (try again later), a malformed annotation, namespace isolation', async (t) => {
+test.serial('what is refused, naming the annotation entry: a definition that does not exist (try again later), a malformed annotation, a capability a knit NAD does not declare, default-route with host ports, namespace isolation', async (t) => {
   const p = pods.pod(5);
   const missing = shim('ADD', p, { [NETWORKS]: 'blue, nosuch' });
   t.is(missing.code, 1);
@@ -228,6 +228,14 @@ test.serial('what is refused, naming the annotation entry: a definition that doe
   const bad = shim('ADD', p, { [NETWORKS]: '[{"name": "blue", "mac": "nope"}]' });
   t.is(bad.out.code, 7);
   t.regex(bad.out.msg, /\[0\]\.mac: "nope" is not a MAC address/);
+  // knit's own plugin takes only what its config declares as a capability (libcni would drop it).
+  const undeclared = shim('ADD', p, { [NETWORKS]: '[{"name": "storage", "mac": "02:00:00:00:00:05"}]' });
+  t.is(undeclared.out.code, 2, undeclared.raw);
+  t.regex(undeclared.out.msg, /default\/storage \(knit\) declares no "mac" capability/);
+  // default-route would take the pod's host ports off its primary interface.
+  const ports = shim('ADD', p, { [NETWORKS]: '[{"name": "blue", "default-route": ["10.187.61.1"]}]' }, 'web', 'default', { portMappings: [{ hostPort: 18187, containerPort: 80, protocol: 'tcp' }] });
+  t.is(ports.out.code, 2, ports.raw);
+  t.regex(ports.out.msg, /runtimeConfig\.portMappings: annotations\["k8s\.v1\.cni\.cncf\.io\/networks"\]\[0\] moves the pod's default route/);
   t.deepEqual(links(p.ns), [], 'nothing was made');
   t.deepEqual(leases(dataDir, 'blue-net'), []);
   // With namespace isolation a pod of "default" may not use other/gold.
@@ -268,6 +276,44 @@ test.serial('kill -9 between two networks of one pod: the next start takes the h
   t.is(shim('DEL', p, undefined).code, 0);
   await eventually(() => links(p.ns).length === 0, 'pod emptied');
   t.deepEqual([...leases(dataDir, 'blue-net'), ...leases(dataDir, 'red')], []);
+});
+
+test.serial('defaultNetworks come first for every pod but those of systemNamespaces; readinessIndicatorFile holds ADDs (11) and STATUS (50) back until it exists', async (t) => {
+  const ready = path.join(dir, 'default-network-ready');
+  await d!.stop();
+  writeFileSync(d!.configPath, JSON.stringify({
+    ...JSON.parse(readFileSync(d!.configPath, 'utf8')),
+    secondaryNetworks: { ...opts.config.secondaryNetworks, definitions: { ...definitions, 'kube-system/sidecar': definitions['default/blue'] }, defaultNetworks: ['sidecar'], readinessIndicatorFile: ready },
+  }));
+  d = await d!.restart();
+  const p = pods.pod(9);
+  const waiting = shim('ADD', p, { [NETWORKS]: 'red' });
+  t.is(waiting.out.code, 11, waiting.raw);
+  t.regex(waiting.out.msg, /default-network-ready \(readinessIndicatorFile\) does not exist/);
+  const status = shim('STATUS', p, undefined);
+  t.is(status.out.code, 50, status.raw);
+  t.deepEqual(links(p.ns), [], 'nothing made while not ready');
+  writeFileSync(ready, '');
+  const add = shim('ADD', p, { [NETWORKS]: 'red' });
+  t.is(add.code, 0, add.raw);
+  // The configured network first (net1, from kube-system), then the annotation's (net2).
+  const byName = new Map(links(p.ns).map((l: any) => [l.ifname, l]));
+  t.deepEqual([...byName.keys()].sort(), ['eth0', 'net1', 'net2']);
+  t.regex(v4(byName.get('net1'))[0], /^10\.187\.61\./);
+  t.is(byName.get('net2').linkinfo.info_kind, 'macvlan');
+  t.is(recordOf(p.id).request.interfaces[1].attachment.name, 'kube-system/sidecar');
+  t.is(shim('DEL', p, undefined).code, 0);
+  // A pod of kube-system (a system namespace) does not get it.
+  const sys = pods.pod(10);
+  const sysAdd = shim('ADD', sys, { [NETWORKS]: 'default/red' }, 'coredns', 'kube-system');
+  t.is(sysAdd.code, 0, sysAdd.raw);
+  t.deepEqual(links(sys.ns).map((l: any) => l.ifname).sort(), ['eth0', 'net1']);
+  t.is(links(sys.ns).find((l: any) => l.ifname === 'net1').linkinfo.info_kind, 'macvlan');
+  t.is(shim('DEL', sys, undefined, 'coredns', 'kube-system').code, 0);
+  await eventually(() => links(p.ns).length === 0 && links(sys.ns).length === 0, 'pods emptied');
+  await d!.stop();
+  writeFileSync(d!.configPath, JSON.stringify({ ...JSON.parse(readFileSync(d!.configPath, 'utf8')), secondaryNetworks: opts.config.secondaryNetworks }));
+  d = await d!.restart();
 });
 
 test.serial('a pod with no annotation gets eth0 alone, as before', async (t) => {
