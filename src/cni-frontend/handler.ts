@@ -8,12 +8,11 @@ import { validateAddInterface, validateAttach, validateSandboxId } from '../api/
 import type { WireInterfaceRequest } from '../api/wire-types.js';
 import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
-import { podSettings, CNI_NETWORK_LABEL, POD_ANNOTATIONS } from './annotations.js';
+import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
 import { guestName } from '../base/handoff.js';
 import { draInterfaceNames } from '../dra/labels.js';
-import { only } from './result-parts.js';
-import { PodNetworkResolver, type PodPlan, type PodRef, type SecondaryNetworksPort } from './pod-networks.js';
-import { addLater, podNetworkStatus, primaryAnswer, publish, withAttachments } from './pod-attach.js';
+import { only, primaryAnswer } from './result-parts.js';
+import type { PodPlan, PodRef } from './pod-networks.js';
 
 export interface CniAnswer {
   exitCode: number;
@@ -60,12 +59,26 @@ export function toCniError(err: unknown): CniError {
   return new CniError(999, `knit internal error: ${(err as Error)?.message ?? String(err)}`);
 }
 
+/** secondaryNetworks (src/cni-frontend/secondary.ts, loaded only with the config block): the
+ * networks of a pod's annotation come with its primary interface (docs/secondary-networks.md). */
+export interface SecondaryFrontend {
+  /** Why ADDs must wait (Multus's readinessindicatorfile is missing), else undefined. */
+  notReady(): string | undefined;
+  plan(pod: PodRef, annotations: Record<string, string>, conf: PluginConfig, req: ShimRequest, args: Map<string, string>): Promise<PodPlan>;
+  /** The validated request with each interface's record of the network it came from. */
+  withAttachments(req: AttachRequest, plan: PodPlan): AttachRequest;
+  afterAttach(pod: PodRef, plan: PodPlan, req: AttachRequest, primaryName: string, result: AttachResult, rename: Renamer): Promise<void>;
+  addMissing(sandboxId: string, recorded: AttachRequest, plan: PodPlan, rename: Renamer): Promise<AttachResult | undefined>;
+}
+
+/** Field names of an AddInterface for a selection of the annotation, as the caller knows them. */
+type Renamer = (source: string) => (field: string) => string;
+const renameTo: Renamer = (source) => (field) => sourceField(field, [source]);
+
 export interface FrontendOptions {
   /** Why the CNI install is not whole ([] when it is): STATUS answers 50 while it is not. */
   installProblems?: () => Promise<string[]>;
-  /** secondaryNetworks: the networks of a pod's annotation come with its primary interface
-   * (docs/secondary-networks.md). */
-  secondary?: SecondaryNetworksPort;
+  secondary?: SecondaryFrontend;
 }
 
 export class CniFrontend {
@@ -127,7 +140,7 @@ export class CniFrontend {
     const podRef = this.podOf(args);
     let result: AttachResult;
     if (!existing) {
-      const plan = podRef ? await this.podPlan(podRef, pod.annotations, conf, req, args) : undefined;
+      const plan = podRef ? await this.opts.secondary!.plan(podRef, pod.annotations, conf, req, args) : undefined;
       const attached = plan?.interfaces.filter((p) => !p.later) ?? [];
       const moved = attached.find((p) => p.wire.default_route);
       if (moved && pod.portMappings.length) {
@@ -154,19 +167,20 @@ export class CniFrontend {
         },
         { rename: (field) => sourceField(field, sources) },
       );
-      const full = plan ? withAttachments(attach, plan, attached) : attach;
+      const full = plan ? this.opts.secondary!.withAttachments(attach, plan) : attach;
       result = await this.service.attach(full);
-      if (plan) result = await this.afterAttach(podRef!, plan, full, conf, result);
+      if (plan) {
+        await this.opts.secondary!.afterAttach(podRef!, plan, full, conf.name ?? '', result, renameTo);
+        result = primaryAnswer(result, full);
+      }
     } else if (existing.result && (hasInterface(existing.result, req.ifname) || existing.request.interfaces.some((i) => i.name === req.ifname))) {
       // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
       // fresh hand-off tokens as an Attach answer has.
       let full = this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result;
       const first = existing.request.interfaces[0]?.name === req.ifname;
-      if (first && podRef && this.opts.secondary) {
-        // After a crash between the attach and KubeVirt's binding entries: those still missing.
-        const plan = await this.podPlan(podRef, pod.annotations, conf, req, args);
-        const missing = plan.interfaces.filter((p) => p.later && !existing.request.interfaces.some((i) => i.name === p.wire.name));
-        if (missing.length) full = (await addLater(this.service, req.containerId, missing, (source) => (field) => sourceField(field, [source]))) ?? full;
+      if (first && podRef) {
+        const plan = await this.opts.secondary!.plan(podRef, pod.annotations, conf, req, args);
+        full = (await this.opts.secondary!.addMissing(req.containerId, existing.request, plan, renameTo)) ?? full;
       }
       // The first ADD answered with the pod's DRA devices too (they came with its interface),
       // and without the networks of its annotation (the primary's part alone, as Multus answers).
@@ -204,26 +218,6 @@ export class CniFrontend {
     const name = args.get('K8S_POD_NAME');
     if (!this.opts.secondary || !namespace || !name) return undefined;
     return { namespace, name, uid: args.get('K8S_POD_UID') ?? '' };
-  }
-
-  /** The pod's networks: from the annotations the runtime passed, else the API's copy. */
-  private async podPlan(pod: PodRef, annotations: Record<string, string>, conf: PluginConfig, req: ShimRequest, args: Map<string, string>): Promise<PodPlan> {
-    const port = this.opts.secondary!;
-    const waiting = port.notReady();
-    if (waiting) throw new CniError(CniCode.tryAgainLater, `secondaryNetworks: ${waiting}`);
-    const passed = conf.runtimeConfig && Object.hasOwn(conf.runtimeConfig, POD_ANNOTATIONS);
-    const podAnnotations = passed ? annotations : await port.podAnnotations(pod);
-    const version = typeof conf.cniVersion === 'string' ? conf.cniVersion : '1.0.0';
-    return new PodNetworkResolver(port, version).plan(pod, podAnnotations, req.args, args, req.ifname, conf.runtimeConfig ?? {});
-  }
-
-  /** KubeVirt's binding entries, then the pod's network-status; answers the primary's part. */
-  private async afterAttach(pod: PodRef, plan: PodPlan, req: AttachRequest, conf: PluginConfig, result: AttachResult): Promise<AttachResult> {
-    const later = plan.interfaces.filter((p) => p.later);
-    const full = (await addLater(this.service, req.sandboxId, later, (source) => (field) => sourceField(field, [source]))) ?? result;
-    const recorded = this.service.lookup(req.sandboxId)?.request ?? req;
-    publish(this.opts.secondary!, pod, podNetworkStatus(full, recorded, conf.name ?? '', plan));
-    return primaryAnswer(result, req);
   }
 
   private async check(req: ShimRequest): Promise<undefined> {

@@ -10,7 +10,7 @@ import { formatNetworkStatus, networkStatuses, type NetworkStatus, type ResultLi
 import { draInterfaceNames } from '../dra/labels.js';
 import { validateAddInterface } from '../api/validate.js';
 import type { PodInterface, PodPlan, PodRef, SecondaryNetworksPort } from './pod-networks.js';
-import { only, pick } from './result-parts.js';
+import { only } from './result-parts.js';
 
 /** The request's interfaces after validation, given the records of what each came from. */
 export function withAttachments(req: AttachRequest, plan: PodPlan, attached: PodInterface[]): AttachRequest {
@@ -19,13 +19,6 @@ export function withAttachments(req: AttachRequest, plan: PodPlan, attached: Pod
     return from ? { ...iface, attachment: from.attachment } : iface;
   });
   return { ...req, interfaces };
-}
-
-/** What the ADD of the primary interface answers: its own part, and the pod's DRA devices,
- * which came with it. The pod's other networks are not in it, as Multus answers the cluster
- * network's result alone. */
-export function primaryAnswer(result: AttachResult, req: AttachRequest): AttachResult {
-  return pick(result, [req.interfaces[0]!.name, ...draInterfaceNames(req.labels)]);
 }
 
 /** AddInterface for each entry that builds on an interface the attach made (KubeVirt's binding

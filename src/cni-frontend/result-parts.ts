@@ -1,7 +1,8 @@
 // A sandbox's result cut down to some of its interfaces: what one CNI ADD answers (that
 // interface's part), or what the ADD of a pod's primary interface answers when knit attached
 // the pod's other networks with it (the primary's part and the DRA devices that came with it).
-import type { AttachResult } from '../base/types.js';
+import type { AttachRequest, AttachResult } from '../base/types.js';
+import { draInterfaceNames } from '../dra/labels.js';
 import { guestName } from '../base/handoff.js';
 import { cidrContains, tryParseCidr, tryParseIp } from '../ipam/ip.js';
 
@@ -51,3 +52,10 @@ export function pick(r: AttachResult, ifnames: Iterable<string>): AttachResult {
 
 /** The part of a sandbox's result that is about one CNI_IFNAME. */
 export const only = (r: AttachResult, ifname: string): AttachResult => pick(r, [ifname]);
+
+/** What the ADD of a sandbox's first interface answers: its own part, and the pod's DRA devices,
+ * which came with it. The networks of the pod's annotation are not in it, as Multus answers the
+ * cluster network's result alone. */
+export function primaryAnswer(result: AttachResult, req: AttachRequest): AttachResult {
+  return pick(result, [req.interfaces[0]!.name, ...draInterfaceNames(req.labels)]);
+}

@@ -36,7 +36,6 @@ import { publishLinkEvents } from './link-events.js';
 import { scheduleGoneNetnsSweeps } from './gone-netns-sweeps.js';
 import { startGuestDhcpWhenNeeded } from './guest-dhcp-gate.js';
 import { CniFrontend } from '../cni-frontend/handler.js';
-import { PodHotplug } from '../cni-frontend/pod-hotplug.js';
 import { answer, startCniServer } from '../cni-frontend/server.js';
 import { DeleteQueue, FAILED_DIR } from '../cni-frontend/delete-queue.js';
 import { installProblems, installRecordPath } from '../cni-frontend/install.js';
@@ -236,12 +235,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
   // knit in Multus's place, only when configured: its modules (and the API client) load only then.
-  const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, log) : undefined;
-  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord), ...(secondary && { secondary: secondary.port }) });
-  if (secondary) {
-    const hotplug = new PodHotplug(service, secondary.port, log.child({ part: 'secondary-networks' }));
-    secondary.onPodNetworks((pod, annotations) => void hotplug.reconcile(pod, annotations));
-  }
+  const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, service, log) : undefined;
+  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord), ...(secondary && { secondary: secondary.frontend }) });
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
     run: (request) => answer(cniFrontend, request),
@@ -340,14 +335,22 @@ export async function serve(opts: ServeOptions): Promise<void> {
   log.info({}, 'knit stopped');
 }
 
-async function startSecondary(config: () => KnitConfig, specs: () => Map<string, NetworkSpec>, log: pino.Logger) {
-  const { startSecondaryNetworks } = await import('./secondary-networks.js');
-  return startSecondaryNetworks({
+/** knit in Multus's place: the NADs' source, the CNI frontend's side, and the hot-plug of a
+ * running pod whose networks annotation changes. */
+async function startSecondary(config: () => KnitConfig, specs: () => Map<string, NetworkSpec>, service: SandboxService, log: pino.Logger) {
+  const [{ startSecondaryNetworks }, { PodNetworksFrontend }, { PodHotplug }] = await Promise.all([
+    import('./secondary-networks.js'), import('../cni-frontend/secondary.js'), import('../cni-frontend/pod-hotplug.js'),
+  ]);
+  const part = log.child({ part: 'secondary-networks' });
+  const networks = await startSecondaryNetworks({
     settings: () => config().secondaryNetworks!,
     knitNetwork: (name) => specs().get(name),
-    log: log.child({ part: 'secondary-networks' }),
+    log: part,
     userAgent: 'knit/secondary-networks',
   });
+  const hotplug = new PodHotplug(service, networks.port, part);
+  networks.onPodNetworks((pod, annotations) => void hotplug.reconcile(pod, annotations));
+  return { frontend: new PodNetworksFrontend(service, networks.port), close: () => networks.close() };
 }
 
 async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics, prepareFailpoint?: Failpoint) {

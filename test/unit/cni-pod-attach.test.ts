@@ -5,7 +5,8 @@
 // address as device-info.
 import test from 'ava';
 import type { AttachRequest, AttachResult } from '../../src/base/types.js';
-import { podNetworkStatus, primaryAnswer } from '../../src/cni-frontend/pod-attach.js';
+import { podNetworkStatus } from '../../src/cni-frontend/pod-attach.js';
+import { primaryAnswer } from '../../src/cni-frontend/result-parts.js';
 import type { PodPlan } from '../../src/cni-frontend/pod-networks.js';
 
 const NS = '/run/netns/p';
