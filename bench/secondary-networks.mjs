@@ -73,7 +73,7 @@ const opts = (slots = 8) => ({
   nodeFlags: [...launcherNodeFlags(), '--expose-gc', '--import', HOOK],
   env: { KNIT_MEMORY_REPORT: memoryFile },
   extraNetworks: KNIT_NETS,
-  config: { logLevel: 'warn', runDir: path.join(dir, 'run'), cniParallelChains: slots, secondaryNetworks: { definitions, pluginDirs: [PLUGINS], cacheDir: path.join(dir, 'cache') } },
+  config: { logLevel: 'warn', runDir: path.join(dir, 'run'), cniParallelChains: slots, secondaryNetworks: { definitions, pluginDirs: [PLUGINS] } },
 });
 
 let pods = 0;

@@ -96,7 +96,7 @@ export interface KnitConfig {
 
 export type DraSettings = RawDra;
 /** schema.ts's block, the literal definitions' configs as text. */
-export type SecondaryNetworksSettings = Omit<RawSecondaryNetworks, 'definitions'> & { definitions?: Record<string, string> };
+export type SecondaryNetworksSettings = Omit<RawSecondaryNetworks, 'definitions' | 'cacheDir'> & { definitions?: Record<string, string>; cacheDir: string };
 
 export function resolveConfig(raw: RawConfig): KnitConfig {
   const { defaultNetwork, metricsAddress, networks, cluster, dra, secondaryNetworks, ...rest } = raw;
@@ -105,7 +105,7 @@ export function resolveConfig(raw: RawConfig): KnitConfig {
     ...(metricsAddress !== undefined && { metricsAddress }),
     ...(cluster && { cluster: resolveCluster(cluster) }),
     ...(dra !== undefined && { dra }),
-    ...(secondaryNetworks && { secondaryNetworks: resolveSecondary(secondaryNetworks) }),
+    ...(secondaryNetworks && { secondaryNetworks: resolveSecondary(secondaryNetworks, rest.stateDir) }),
     defaultNetwork: defaultNetwork ?? networks[0].name,
     networks: networks.map(resolveNetwork),
   };
@@ -144,10 +144,11 @@ function resolveCluster(c: RawCluster): ClusterSettings {
   };
 }
 
-function resolveSecondary(s: RawSecondaryNetworks): SecondaryNetworksSettings {
-  const { definitions, ...rest } = s;
-  if (!definitions) return rest;
-  return { ...rest, definitions: Object.fromEntries(Object.entries(definitions).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])) };
+function resolveSecondary(s: RawSecondaryNetworks, stateDir: string): SecondaryNetworksSettings {
+  const { definitions, cacheDir, ...rest } = s;
+  const out = { ...rest, cacheDir: cacheDir ?? `${stateDir.replace(/\/$/, '')}/cni-cache` };
+  if (!definitions) return out;
+  return { ...out, definitions: Object.fromEntries(Object.entries(definitions).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])) };
 }
 
 function resolveCni(c: RawCni): CniSettings {

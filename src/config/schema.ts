@@ -220,8 +220,10 @@ const secondaryNetworksSchema = z.strictObject({
   confDir: absolutePath.default('/etc/cni/multus/net.d'),
   /** Where the definitions' plugins are found, in order (Multus: binDir, then CNI_PATH). */
   pluginDirs: z.array(absolutePath).min(1).default(['/opt/cni/bin', ...DEFAULT_CNI_PLUGIN_DIRS]),
-  /** libcni's result cache for the definitions' chains. */
-  cacheDir: absolutePath.default(DEFAULT_CNI_CACHE_DIR),
+  /** libcni's result cache for the definitions' chains; knit's alone, under stateDir (default
+   * <stateDir>/cni-cache): at start-up knit DELs what is cached there and held by no record,
+   * the attachments a reboot (which empties runDir, not the plugins' state) leaves. */
+  cacheDir: absolutePath.optional(),
   /** Deadline of one plugin exec. */
   timeoutMs: z.number().int().min(100).max(600_000).default(30_000),
   /** Multus's readinessindicatorfile: ADDs answer "try again later" (11), and STATUS 50, while

@@ -18,6 +18,9 @@ import { configFromFiles } from '../netattach/definition.js';
 import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION } from '../netattach/selection.js';
 import type { PodRef, SecondaryNetworksPort, SecondarySettings } from '../cni-frontend/pod-networks.js';
 import type { Informer, KubeClient, NetworkAttachmentDefinition, Pod } from '../kube/index.js';
+import type { SandboxRecord } from '../core/record.js';
+import { parseConflist } from '../cni-exec/conflist.js';
+import { delStaleAttachments } from '../cni-exec/stale.js';
 
 export const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
 const nadPath = (ns: string, name: string) => `/apis/k8s.cni.cncf.io/v1/namespaces/${ns}/network-attachment-definitions/${name}`;
@@ -166,4 +169,21 @@ async function startFromApi(o: SecondaryOptions, common: Pick<SecondaryNetworksP
       client.close();
     },
   };
+}
+
+/**
+ * At start-up: every chain cached in the NADs' cache dir that no record holds is DEL'd from its
+ * cache entry (src/cni-exec/stale.ts). After a node's reboot runDir (knit's records) is empty
+ * while host-local's leases and the cache are on disk, and the runtime's DELs for the old pods
+ * find no record: without this their addresses would leak (multus#891, #323, #239, #1087).
+ */
+export async function delUnrecordedAttachments(settings: SecondaryNetworksSettings, records: Iterable<SandboxRecord>, log: Logger): Promise<void> {
+  const held = new Set<string>();
+  for (const rec of records) {
+    for (const s of rec.steps) {
+      if (s.do.op === 'cni.add' && s.do.cacheDir === settings.cacheDir) held.add(`${parseConflist(s.do.conflist, 'record').name}/${s.do.containerId}/${s.do.ifName}`);
+    }
+  }
+  const swept = await delStaleAttachments(settings.cacheDir, held, { pluginDirs: settings.pluginDirs, timeoutMs: settings.timeoutMs });
+  if (swept.deleted.length || swept.errors.length) log.warn(swept, 'secondary networks: chains no record holds (a reboot\'s) given back');
 }

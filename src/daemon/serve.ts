@@ -235,7 +235,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
   // knit in Multus's place, only when configured: its modules (and the API client) load only then.
-  const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, service, log) : undefined;
+  const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, service, records, log) : undefined;
   const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord), ...(secondary && { secondary: secondary.frontend }) });
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
@@ -337,11 +337,13 @@ export async function serve(opts: ServeOptions): Promise<void> {
 
 /** knit in Multus's place: the NADs' source, the CNI frontend's side, and the hot-plug of a
  * running pod whose networks annotation changes. */
-async function startSecondary(config: () => KnitConfig, specs: () => Map<string, NetworkSpec>, service: SandboxService, log: pino.Logger) {
-  const [{ startSecondaryNetworks }, { PodNetworksFrontend }, { PodHotplug }] = await Promise.all([
+async function startSecondary(config: () => KnitConfig, specs: () => Map<string, NetworkSpec>, service: SandboxService, records: RecordStore<SandboxRecord>, log: pino.Logger) {
+  const [{ startSecondaryNetworks, delUnrecordedAttachments }, { PodNetworksFrontend }, { PodHotplug }] = await Promise.all([
     import('./secondary-networks.js'), import('../cni-frontend/secondary.js'), import('../cni-frontend/pod-hotplug.js'),
   ]);
   const part = log.child({ part: 'secondary-networks' });
+  // What a reboot left: the NADs' chains of pods knit no longer records (runDir is a tmpfs).
+  await delUnrecordedAttachments(config().secondaryNetworks!, records.values(), part);
   const networks = await startSecondaryNetworks({
     settings: () => config().secondaryNetworks!,
     knitNetwork: (name) => specs().get(name),

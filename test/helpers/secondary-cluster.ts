@@ -69,7 +69,7 @@ export async function startSecondaryCluster(scope: TeardownHost, o: { prefix: st
     config: {
       ...o.daemon?.config,
       // The node's name is the kubelet fixture's default: knit watches that node's pods.
-      secondaryNetworks: { kubeconfig, nodeName: `${o.prefix}node`, pluginDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cache'), confDir: path.join(dir, 'conf.d'), lookupTimeoutMs: 1000 },
+      secondaryNetworks: { kubeconfig, nodeName: `${o.prefix}node`, pluginDirs: ['/usr/lib/cni'], confDir: path.join(dir, 'conf.d'), lookupTimeoutMs: 1000 },
     },
   };
   const env = { daemon: await startDaemon(opts) } as SecondaryCluster;

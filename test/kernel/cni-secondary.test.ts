@@ -20,7 +20,6 @@ const P = uniquePrefix('msec');
 const HOST = `${P}h`;
 const SHIM = path.resolve('build', 'native', 'knit-cni');
 const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}`));
-const cacheDir = path.join(dir, 'cache');
 const dataDir = path.join(dir, 'ipam');
 const pluginDir = path.join(dir, 'plugins');
 const confDir = path.join(dir, 'conf.d');
@@ -69,9 +68,11 @@ const definitions = {
 const opts = {
   prefix: P.slice(0, -1), subnet: '10.187.60.0/24', netns: HOST,
   extraNetworks: [{ name: STORAGE, mode: 'bridge', bridge: `${P}sb`, ipv4: { subnet: '10.187.64.0/24' } }],
-  config: { secondaryNetworks: { definitions, pluginDirs: [pluginDir, '/usr/lib/cni'], cacheDir, confDir, namespace: 'kube-system' } },
+  config: { secondaryNetworks: { definitions, pluginDirs: [pluginDir, '/usr/lib/cni'], confDir, namespace: 'kube-system' } },
 };
 let d: Daemon | undefined;
+/** The NADs' result cache: knit's, under its stateDir (the default). */
+const cacheDir = () => path.join(d!.dir, 'state', 'cni-cache');
 
 test.before(async () => {
   execFileSync('ip', ['netns', 'add', HOST]);
@@ -156,7 +157,7 @@ test.serial('the text annotation gives net1 (a bridge chain), macnet (macvlan) a
   await eventually(() => links(p.ns).length === 0, 'pod emptied');
   t.deepEqual(leases(dataDir, 'blue-net'), []);
   t.deepEqual(leases(dataDir, 'red'), []);
-  t.deepEqual(cacheEntries(cacheDir).filter((f) => f.includes(p.id)), [], 'no cache entry left');
+  t.deepEqual(cacheEntries(cacheDir()).filter((f) => f.includes(p.id)), [], 'no cache entry left');
   t.false(ipJson(['link', 'show'], HOST).some((l: any) => l.ifalias?.includes(p.id)), 'no host device of the pod left');
 });
 
@@ -193,7 +194,7 @@ test.serial('DEL needs neither the definition nor libcni\'s cache file: after a 
   t.is(leases(dataDir, 'blue-net').length, 1);
   await d!.stop();
   writeFileSync(d!.configPath, JSON.stringify({ ...JSON.parse(readFileSync(d!.configPath, 'utf8')), secondaryNetworks: { ...opts.config.secondaryNetworks, definitions: {} } }));
-  for (const f of cacheEntries(cacheDir)) rmSync(path.join(cacheDir, 'results', f));
+  for (const f of cacheEntries(cacheDir())) rmSync(path.join(cacheDir(), 'results', f));
   d = await d!.restart();
   const del = shim('DEL', p, undefined);
   t.is(del.code, 0, del.raw);
@@ -203,6 +204,27 @@ test.serial('DEL needs neither the definition nor libcni\'s cache file: after a 
   await d!.stop();
   writeFileSync(d!.configPath, JSON.stringify({ ...JSON.parse(readFileSync(d!.configPath, 'utf8')), secondaryNetworks: opts.config.secondaryNetworks }));
   d = await d!.restart();
+});
+
+test.serial('after a reboot (knit\'s records gone with the tmpfs, the plugins\' leases and the cache on disk) the next start gives back every chain no record holds; the runtime\'s DEL for the old pod then finds nothing to do', async (t) => {
+  const gone = pods.pod(11); // its netns goes with the "reboot"
+  const kept = pods.pod(12); // records lost, the pod still there
+  t.is(shim('ADD', gone, { [NETWORKS]: 'blue,red' }).code, 0);
+  t.is(shim('ADD', kept, { [NETWORKS]: 'blue' }).code, 0);
+  t.is(leases(dataDir, 'blue-net').length, 2);
+  t.is(leases(dataDir, 'red').length, 1);
+  await d!.stop();
+  rmSync(path.join(d!.dir, 'run'), { recursive: true, force: true });
+  execFileSync('ip', ['netns', 'del', gone.ns]);
+  d = await d!.restart();
+  t.deepEqual(leases(dataDir, 'blue-net'), [], 'both pods\' blue leases given back');
+  t.deepEqual(leases(dataDir, 'red'), []);
+  t.deepEqual(cacheEntries(cacheDir()).filter((f) => f.includes(gone.id) || f.includes(kept.id)), [], 'their cache entries gone');
+  t.false(links(kept.ns).some((l: any) => l.ifname === 'net1'), 'the live pod\'s chain interface was taken out with its lease');
+  const del = shim('DEL', gone, undefined);
+  t.is(del.code, 0, del.raw);
+  t.is(shim('DEL', kept, undefined).code, 0);
+  execFileSync('ip', ['netns', 'add', gone.ns]); // for the file's teardown
 });
 
 test.serial('a network whose chain fails takes the pod back whole: the ADD fails naming it, and nothing of eth0 or the networks before it is left', async (t) => {

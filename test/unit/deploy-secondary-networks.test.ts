@@ -69,12 +69,18 @@ test('kustomize\'s result: the DaemonSet validates, mounts the host\'s /var/lib/
   t.notThrows(() => new DaemonSet(ds).validate());
   t.true(spec.automountServiceAccountToken);
   const hostPath = new Map(spec.volumes.map((v: any) => [v.name, v.hostPath?.path]));
-  const mounted = (at: string) => hostPath.get(knit.volumeMounts.find((m: any) => m.mountPath === at)?.name);
+  /** Where a path in the container is on the host: under the mount that holds it. */
+  const onHost = (at: string) => {
+    const m = knit.volumeMounts.filter((v: any) => (at + '/').startsWith(v.mountPath.replace(/\/?$/, '/'))).sort((a: any, b: any) => b.mountPath.length - a.mountPath.length)[0];
+    return m && hostPath.get(m.name) ? path.join(hostPath.get(m.name) as string, path.relative(m.mountPath, at)) : undefined;
+  };
   const config = parseConfigText(readFileSync(path.join(dir, 'config.yaml'), 'utf8'), 'deploy/secondary-networks/config.yaml');
   const s = config.secondaryNetworks!;
-  t.is(mounted(s.cacheDir), s.cacheDir, 'the result cache, and host-local\'s leases under it, are the host\'s');
-  t.is(mounted(s.confDir), s.confDir);
-  t.is(mounted(s.pluginDirs[0]!), '/opt/cni/bin', 'the host\'s CNI plugins');
+  t.is(s.cacheDir, '/var/lib/knit/cni-cache', 'the default: under stateDir');
+  t.is(onHost(s.cacheDir), s.cacheDir, 'the result cache is the host\'s, at the same path');
+  t.is(onHost('/var/lib/cni/networks'), '/var/lib/cni/networks', 'host-local\'s leases are the host\'s');
+  t.is(onHost(s.confDir), s.confDir);
+  t.is(onHost(s.pluginDirs[0]!), '/opt/cni/bin', 'the host\'s CNI plugins');
 });
 
 test('the ConfigMap patch carries deploy/secondary-networks/config.yaml verbatim, and knit accepts it: deploy/config.yaml\'s network plus the secondaryNetworks block', (t) => {
