@@ -338,6 +338,31 @@ test.serial('defaultNetworks come first for every pod but those of systemNamespa
   d = await d!.restart();
 });
 
+test.serial('v1.multus-cni.io/default-network: the pod\'s primary interface is that NAD\'s network (found in secondaryNetworks.namespace), and the ADD answers it', async (t) => {
+  await d!.stop();
+  writeFileSync(d!.configPath, JSON.stringify({
+    ...JSON.parse(readFileSync(d!.configPath, 'utf8')),
+    secondaryNetworks: { ...opts.config.secondaryNetworks, definitions: { ...definitions, 'kube-system/cluster-b': definitions['default/blue'] } },
+  }));
+  d = await d!.restart();
+  const p = pods.pod(13);
+  const add = shim('ADD', p, { 'v1.multus-cni.io/default-network': 'cluster-b', [NETWORKS]: 'red' });
+  t.is(add.code, 0, add.raw);
+  t.regex(add.out.ips[0].address, /^10\.187\.61\./, 'the runtime gets the default network\'s address');
+  const byName = new Map(links(p.ns).map((l: any) => [l.ifname, l]));
+  t.deepEqual([...byName.keys()].sort(), ['eth0', 'net1']);
+  t.regex(v4(byName.get('eth0'))[0], /^10\.187\.61\./, 'eth0 is the bridge chain\'s');
+  // The routes are the chain's: this IPAM gives none, and knit adds none on a NAD's network.
+  t.deepEqual(defaults(p.ns), []);
+  t.is(recordOf(p.id).request.interfaces[0].attachment.name, 'kube-system/cluster-b');
+  t.is(shim('DEL', p, undefined).code, 0);
+  await eventually(() => links(p.ns).length === 0, 'pod emptied');
+  t.deepEqual(leases(dataDir, 'blue-net'), []);
+  await d!.stop();
+  writeFileSync(d!.configPath, JSON.stringify({ ...JSON.parse(readFileSync(d!.configPath, 'utf8')), secondaryNetworks: opts.config.secondaryNetworks }));
+  d = await d!.restart();
+});
+
 test.serial('a pod with no annotation gets eth0 alone, as before', async (t) => {
   const p = pods.pod(8);
   const add = shim('ADD', p, {});
