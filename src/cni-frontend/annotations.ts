@@ -10,6 +10,10 @@ import { goField } from '../netattach/go-json.js';
 
 /** The runtime's K8S_POD_INFRA_CONTAINER_ID of a sandbox's first ADD. */
 export const INFRA_CONTAINER_LABEL = 'knit.dev/infra-container-id';
+/** A sandbox whose ADD read the pod's networks annotation (secondaryNetworks): only those are
+ * hot-plugged when it changes, never a pod attached before the feature was on (whose other
+ * interfaces, Multus's say, are not knit's to touch). */
+export const POD_NETWORKS_LABEL = 'knit.dev/pod-networks';
 /** Which CNI network (conflist name) attached a sandbox: GC only touches its own. */
 export const CNI_NETWORK_LABEL = 'knit.dev/cni-network';
 /** Pod annotation: runc (default), kata or kubevirt. */

@@ -8,7 +8,7 @@ import { validateAddInterface, validateAttach, validateSandboxId } from '../api/
 import type { WireInterfaceRequest } from '../api/wire-types.js';
 import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
-import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
+import { podSettings, CNI_NETWORK_LABEL, POD_NETWORKS_LABEL } from './annotations.js';
 import { guestName } from '../base/handoff.js';
 import { draInterfaceNames } from '../dra/labels.js';
 import { only, primaryAnswer } from './result-parts.js';
@@ -162,7 +162,7 @@ export class CniFrontend {
           interfaces: [primary, ...attached.map((p) => p.wire)] as WireInterfaceRequest[],
           port_mappings: pod.portMappings,
           dns: null,
-          labels: { [CNI_NETWORK_LABEL]: conf.name ?? '', ...pod.labels(args) },
+          labels: { [CNI_NETWORK_LABEL]: conf.name ?? '', ...pod.labels(args), ...(plan && { [POD_NETWORKS_LABEL]: 'annotation' }) },
           annotations: pod.annotations,
         },
         { rename: (field) => sourceField(field, sources) },

@@ -7,7 +7,7 @@ import type { InterfaceRequest, SandboxRecordView, SandboxService } from '../bas
 import { validateAddInterface } from '../api/validate.js';
 import { KnitError } from '../base/errors.js';
 import { parseCniArgs } from './request.js';
-import { CNI_NETWORK_LABEL, INFRA_CONTAINER_LABEL } from './annotations.js';
+import { CNI_NETWORK_LABEL, INFRA_CONTAINER_LABEL, POD_NETWORKS_LABEL } from './annotations.js';
 import { PodNetworkResolver, type PodInterface, type PodPlan, type PodRef, type SecondaryNetworksPort } from './pod-networks.js';
 import { podNetworkStatus, publish } from './pod-attach.js';
 
@@ -52,6 +52,7 @@ export class PodHotplug {
   private async run(pod: PodRef, annotations: Record<string, string>): Promise<void> {
     const rec = (await this.service.list()).find((r) => r.state === 'attached' && r.request.podUid === pod.uid && r.request.podNamespace === pod.namespace && r.request.podName === pod.name);
     if (!rec) return; // not attached here (yet): its ADD reads the annotation itself
+    if (!rec.request.labels[POD_NETWORKS_LABEL]) return; // attached before secondaryNetworks was on: not knit's to follow
     const req = rec.request;
     const recorded = req.interfaces.slice(1).filter((i) => i.attachment);
     const primary = req.interfaces[0]!.name;

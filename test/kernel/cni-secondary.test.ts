@@ -149,6 +149,7 @@ test.serial('the text annotation gives net1 (a bridge chain), macnet (macvlan) a
   t.is(net1.attachment.name, 'default/blue');
   t.deepEqual(JSON.parse(net1.attachment.chain.conflist).plugins.map((x: any) => x.type), ['bridge', `${P}log`]);
   t.deepEqual(rec.request.interfaces.find((i: any) => i.name === 'net3'), { name: 'net3', network: STORAGE, attachment: { name: 'default/storage' } });
+  t.is(rec.request.labels['knit.dev/pod-networks'], 'annotation', 'marked as made from the annotation: hot-plug follows only such pods');
   const check = await d!.call('Check', { sandbox_id: p.id });
   t.true(check.ok, check.differences.join('; '));
 
