@@ -40,7 +40,7 @@ const { createFakeSysfs } = await built('test/fixtures/fake-sysfs.js');
 const { draClient, registrationClient } = await built('test/fixtures/kubelet-client.js');
 const { uniquePrefix } = await built('test/helpers/names.js');
 const { startDaemon: startKnit, cleanupDaemon, runcAttachReq } = await built('test/helpers/daemon.js');
-const { launcherNodeFlags, procMemory } = await built('bench/lib/knit-process.js');
+const { launcherNodeFlags, memoryReport, procMemory } = await built('bench/lib/knit-process.js');
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -84,18 +84,7 @@ function deviceSpecs() {
   ];
 }
 
-/** What report-hook.mjs writes on SIGUSR2 (a full GC first). */
-async function report(d, file) {
-  const lines = () => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
-  const before = lines().length;
-  d.child.kill('SIGUSR2');
-  for (let i = 0; i < 600; i++) {
-    await sleep(50);
-    const now = lines();
-    if (now.length > before) return JSON.parse(now[before]);
-  }
-  throw new Error('no memory report within 30 s');
-}
+const report = (d, file) => memoryReport(d.child, file);
 
 const slope = (ys) => {
   const n = ys.length;

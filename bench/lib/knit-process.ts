@@ -111,15 +111,8 @@ export class KnitProcess {
   }
 
   /** process.memoryUsage() and more, from inside the daemon (after a GC if --expose-gc). */
-  async report(): Promise<MemoryReport> {
-    const before = existsSync(this.reportFile) ? readFileSync(this.reportFile, 'utf8').split('\n').filter(Boolean).length : 0;
-    this.child.kill('SIGUSR2');
-    for (let i = 0; i < 600; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      const lines = existsSync(this.reportFile) ? readFileSync(this.reportFile, 'utf8').split('\n').filter(Boolean) : [];
-      if (lines.length > before) return JSON.parse(lines[before]) as MemoryReport;
-    }
-    throw new Error('the daemon did not report its memory within 30 s');
+  report(): Promise<MemoryReport> {
+    return memoryReport(this.child, this.reportFile);
   }
 
   async stop(): Promise<void> {
@@ -132,6 +125,20 @@ export class KnitProcess {
     rmSync(this.dir, { recursive: true, force: true });
     if (this.opts.runDir) rmSync(this.opts.runDir, { recursive: true, force: true });
   }
+}
+
+/** What report-hook.mjs writes to `file` when a daemon started with it (--import, and
+ * KNIT_MEMORY_REPORT=file) is sent SIGUSR2: its memory after a GC (with --expose-gc). */
+export async function memoryReport(child: ChildProcess, file: string): Promise<MemoryReport> {
+  const lines = () => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
+  const before = lines().length;
+  child.kill('SIGUSR2');
+  for (let i = 0; i < 600; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const now = lines();
+    if (now.length > before) return JSON.parse(now[before]!) as MemoryReport;
+  }
+  throw new Error('the daemon did not report its memory within 30 s');
 }
 
 /** VmRSS, RssAnon and RssFile (+ RssShmem) of a process, in bytes, from /proc: what the kernel

@@ -9,6 +9,8 @@ import { declaredCapabilities } from '../../src/cni-exec/chain.js';
 import type { CniChainAction } from '../../src/base/ops.js';
 import { identifyNetns, type NetnsId } from '../../src/net/netns.js';
 import type { InterfaceInput, InterfacePlan, PrepareContext, Strategy } from '../../src/base/strategy.js';
+import type { Step } from '../../src/base/plan.js';
+import type { ResultRoute } from '../../src/base/types.js';
 
 export interface PreparedChain {
   list: Conflist;
@@ -75,6 +77,9 @@ function netnsIdOf(path: string): NetnsId | undefined {
 export async function prepareChain(input: InterfaceInput): Promise<PreparedChain> {
   const cni = input.network.cni!;
   const i = input.request.interfaces.indexOf(input.iface);
+  // A network of the pod's annotation runs with what the CNI frontend resolved and recorded:
+  // CNI_ARGS and capability args as Multus passes them to a delegate.
+  const recorded = input.iface.attachment?.chain;
   if (!CONTAINER_ID.test(input.sandboxId)) {
     throw KnitError.invalid('sandbox_id', `a CNI network needs a container id of letters, digits, "_", "." and "-" (got ${JSON.stringify(input.sandboxId.slice(0, 40))})`);
   }
@@ -86,7 +91,8 @@ export async function prepareChain(input: InterfaceInput): Promise<PreparedChain
   }
   const action: Omit<CniChainAction, 'op'> = {
     network: input.network.name, conflist: list.bytes, containerId: input.sandboxId, ifName: input.iface.name, netns: input.netnsPath, netnsId: netnsIdOf(input.netnsPath),
-    args: cniArgs(input), capabilityArgs: capabilityArgs(input, list), pluginDirs: cni.pluginDirs, cacheDir: cni.cacheDir, timeoutMs: cni.timeoutMs,
+    args: recorded?.args ?? cniArgs(input), capabilityArgs: recorded?.capabilityArgs ?? capabilityArgs(input, list),
+    pluginDirs: cni.pluginDirs, cacheDir: cni.cacheDir, timeoutMs: cni.timeoutMs,
   };
   return { list, action };
 }
@@ -99,17 +105,43 @@ export function planChain(input: InterfaceInput): InterfacePlan {
   const p = input.prepared;
   if (!isPreparedChain(p)) throw new KnitError('INTERNAL', `interface ${input.iface.name}: a CNI plan needs prepare() to have read the conflist`);
   const types = p.list.plugins.map((pl) => pl.type).join(' → ');
+  const defaults = attachmentDefaultRoutes(input);
   return {
     steps: [{
       description: `CNI ADD chain ${p.list.name} (${types}) for ${input.iface.name}`,
       do: { op: 'cni.add', ...p.action },
       undo: { op: 'cni.del', ...p.action },
-    }],
+    }, ...defaults.steps],
     // Placeholders until the chain answers: the plugins choose names, MACs and addresses.
     interfaces: [{ name: input.iface.name, kind: 'cni', sandbox: input.netnsPath }],
     ips: [],
-    routes: [],
+    routes: defaults.routes,
+    ...(defaults.drops && { dropsChainDefaultRoutes: true }),
   };
+}
+
+/**
+ * Multus's `default-route` for a network of the pod's annotation (multus-cni pkg/multus
+ * multus.go, CmdAdd): once any network of the pod names gateways, every other chain's default
+ * routes are deleted after its ADD, and the named network's own are replaced by one via each
+ * gateway. knit's own interfaces leave theirs out when planned (InterfaceInput.defaultRoute).
+ */
+function attachmentDefaultRoutes(input: InterfaceInput): { steps: Step[]; routes: ResultRoute[]; drops: boolean } {
+  const { iface, netnsPath: netns } = input;
+  if (!iface.attachment || !input.request.interfaces.some((x) => x.defaultRoute)) return { steps: [], routes: [], drops: false };
+  const gateways = input.defaultRoute ? iface.attachment.gateways ?? [] : [];
+  const families = input.defaultRoute ? [...new Set(gateways.map((g) => (g.includes(':') ? 6 : 4) as 4 | 6))] : [4, 6] as const;
+  const steps: Step[] = families.map((family) => ({
+    description: `delete the IPv${family} default route the chain put on ${iface.name}`,
+    netns,
+    do: { op: 'route.del', dst: 'default', family, link: iface.name, ignoreMissing: true },
+  }));
+  for (const gateway of gateways) {
+    const family = gateway.includes(':') ? 6 : 4;
+    const route = { dst: 'default', family, gateway, link: iface.name } as const;
+    steps.push({ description: `default route via ${gateway} on ${iface.name}`, netns, do: { op: 'route.add', ...route }, undo: { op: 'route.del', ...route, ignoreMissing: true } });
+  }
+  return { steps, routes: gateways.map((gw) => ({ dst: gw.includes(':') ? '::/0' : '0.0.0.0/0', gw })), drops: true };
 }
 
 /** The VM models that build on the chain's veth: Kata tcfilter and KubeVirt masquerade and
@@ -131,12 +163,15 @@ export function withCniChains(inner: Strategy): Strategy {
     ...(inner.vfio && { vfio: inner.vfio }),
     async prepare(input: InterfaceInput, ctx: PrepareContext) {
       if (input.network.mode !== 'cni') return inner.prepare?.(input, ctx);
-      refuseUnbuiltModels(input, inner.runtime);
+      if (!input.iface.attachment) refuseUnbuiltModels(input, inner.runtime);
       return prepareChain(input);
     },
     planInterface(input: InterfaceInput) {
       // runc needs nothing beyond the chain's veth; the VM runtimes build on it (pod-side.ts).
-      return input.network.mode === 'cni' && inner.runtime === 'runc' ? planChain(input) : inner.planInterface(input);
+      // A network of the pod's annotation is the pod interface alone, as Multus makes it: a VM
+      // reaches it through its binding (KubeVirt's binding NAD), not through this runtime.
+      const chainAlone = input.network.mode === 'cni' && (inner.runtime === 'runc' || input.iface.attachment !== undefined);
+      return chainAlone ? planChain(input) : inner.planInterface(input);
     },
   };
 }

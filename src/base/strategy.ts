@@ -79,6 +79,9 @@ export interface InterfacePlan {
   interfaces: ResultInterface[];
   ips: PlannedIp[];
   routes: ResultRoute[];
+  /** A CNI chain's default routes are deleted right after its ADD (another interface, or the
+   * gateway the request names, gives the pod its default route): the answer leaves them out. */
+  dropsChainDefaultRoutes?: boolean;
 }
 
 /** What core lends prepare(): reads, the node's settings, and device ownership. */
@@ -131,4 +134,6 @@ export interface InterfacePart {
   dns?: DnsConfig;
   /** The interface's device slot (InterfaceInput.slot). Absent: its position at Attach. */
   slot?: number;
+  /** InterfacePlan.dropsChainDefaultRoutes: the chain's default routes are not in the answer. */
+  dropsChainDefaultRoutes?: boolean;
 }

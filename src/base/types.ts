@@ -36,6 +36,37 @@ export interface InterfaceRequest {
   bandwidth?: Bandwidth;
   /** This interface's network gives the sandbox its default route (else the first's does). */
   defaultRoute?: boolean;
+  /** A network the pod's annotation asked for, resolved by the CNI frontend; no API caller sets
+   * it (docs/secondary-networks.md). */
+  attachment?: NetworkAttachment;
+}
+
+/** An interface made for a network of a pod's `k8s.v1.cni.cncf.io/networks` annotation (or the
+ * config's default networks), as Multus would make it. */
+export interface NetworkAttachment {
+  /** "namespace/name" of its NetworkAttachmentDefinition: the name network-status gives it. */
+  name: string;
+  /** The CNI chain the definition resolved to, exactly as run at ADD; absent: the interface is
+   * on knit's own network (`network`). DEL, CHECK and crash repair run what is recorded here,
+   * whatever became of the definition since. */
+  chain?: AttachmentChain;
+  /** `default-route`: the pod's default route goes through this interface, via these gateways
+   * (one per family). */
+  gateways?: string[];
+}
+
+export interface AttachmentChain {
+  /** The conflist's text: the definition's config (a single plugin's as a one-plugin list), its
+   * name filled in, the selection's `cni-args` merged into each plugin's `args.cni`. */
+  conflist: string;
+  /** CNI_ARGS as Multus passes them to a delegate. */
+  args: [string, string][];
+  /** runtimeConfig offered to the plugins that declare each capability (mac, ips, portMappings,
+   * bandwidth, deviceID, infinibandGUID). */
+  capabilityArgs: Record<string, unknown>;
+  pluginDirs: string[];
+  cacheDir: string;
+  timeoutMs: number;
 }
 
 /** One direction is limited when its rate is set; the burst is then always filled in. */

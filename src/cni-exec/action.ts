@@ -7,6 +7,7 @@ import { identifyNetns, sameNetns, type NetnsId } from '../net/netns.js';
 import { parseConflist } from './conflist.js';
 import { addChain, delChain, type ChainEnv, type ChainRuntime } from './chain.js';
 import { PluginError, type PluginLog } from './invoke.js';
+import type { ChainSlots } from './slots.js';
 
 
 /** The netns path, or '' once it is gone or is no longer the namespace the chain was added in:
@@ -21,15 +22,22 @@ function netnsForDel(path: string, expect?: NetnsId): string {
   }
 }
 
-/** What the daemon lends the chain: its log, and the crash tests' failpoint. */
+/** What the daemon lends the chain: its log, the bound on chains at once, and the crash tests'
+ * failpoint. */
 export interface CniHooks {
   log?: PluginLog;
   beforeAdd?(n: number): void;
+  slots?: ChainSlots;
 }
 
-export async function runCniAction(a: CniChainAction, hooks: CniHooks = {}): Promise<OpResult | void> {
+export function runCniAction(a: CniChainAction, hooks: CniHooks = {}): Promise<OpResult | void> {
+  return hooks.slots ? hooks.slots.run(() => runChain(a, hooks)) : runChain(a, hooks);
+}
+
+async function runChain(a: CniChainAction, hooks: CniHooks): Promise<OpResult | void> {
   const list = parseConflist(a.conflist, `network ${a.network}`);
-  const env: ChainEnv = { pluginDirs: a.pluginDirs, cacheDir: a.cacheDir, timeoutMs: a.timeoutMs, ...hooks };
+  const { slots: _slots, ...lent } = hooks;
+  const env: ChainEnv = { pluginDirs: a.pluginDirs, cacheDir: a.cacheDir, timeoutMs: a.timeoutMs, ...lent };
   const rt: ChainRuntime = { containerId: a.containerId, netns: a.netns, ifName: a.ifName, args: a.args, capabilityArgs: a.capabilityArgs };
   try {
     if (a.op === 'cni.add') return { cniResult: await addChain(list, rt, env) };

@@ -80,9 +80,10 @@ export function removeCache(cacheDir: string, k: AttachmentKey): void {
   }
 }
 
-/** Every cached attachment of a network (libcni's GetCachedAttachments, one network). The file
- * name is ambiguous (ids may hold "-"), so the document's own fields decide. */
-export async function listCache(cacheDir: string, network: string): Promise<CachedAttachment[]> {
+/** Every cached attachment of a network (libcni's GetCachedAttachments, one network), or of
+ * every network. The file name is ambiguous (ids may hold "-"), so the document's own fields
+ * decide. */
+export async function listCache(cacheDir: string, network?: string): Promise<CachedAttachment[]> {
   let names: string[];
   try {
     names = await readdir(resultsDir(cacheDir));
@@ -92,13 +93,14 @@ export async function listCache(cacheDir: string, network: string): Promise<Cach
   }
   const out: CachedAttachment[] = [];
   // Temporary files are an older knit's (it wrote under a temporary name and renamed).
-  for (const name of names.filter((n) => n.startsWith(`${network}-`) && !n.endsWith(TMP_SUFFIX))) {
+  for (const name of names.filter((n) => (network === undefined || n.startsWith(`${network}-`)) && !n.endsWith(TMP_SUFFIX))) {
     try {
       const doc = JSON.parse(await readFile(path.join(resultsDir(cacheDir), name), 'utf8')) as CachedAttachment;
-      if (doc.kind === 'cniCacheV1' && doc.networkName === network) out.push(doc);
+      if (doc.kind === 'cniCacheV1' && (network === undefined ? !!doc.networkName : doc.networkName === network)) out.push(doc);
     } catch {
       // a file being written, or not libcni's: not an attachment
     }
   }
   return out;
 }
+

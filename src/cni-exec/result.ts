@@ -55,8 +55,11 @@ export function chainPart(part: InterfacePart, raw: Record<string, unknown>, pla
     ...chain.ips.map((ip) => ({ ...ip, interface: ip.interface + at })),
   ];
   const dns = part.dns ?? chain.dns;
-  return { ifname: part.ifname, interfaces, ips, routes: [...part.routes, ...chain.routes], ...(dns && { dns }) };
+  const chainRoutes = part.dropsChainDefaultRoutes ? chain.routes.filter((r) => !isDefaultRoute(r.dst)) : chain.routes;
+  return { ...part, interfaces, ips, routes: [...part.routes, ...chainRoutes], ...(dns && { dns }) };
 }
+
+const isDefaultRoute = (dst: string) => dst === '0.0.0.0/0' || dst === '::/0';
 
 function completeHandoff(handoff: Handoff, mac: string | undefined, placeholder: string, ips: ResultIp[], routes: ResultRoute[], chainDns: DnsConfig | undefined): Handoff {
   const text = JSON.stringify(handoff);

@@ -6,14 +6,22 @@ import { DEFAULT_RUNTIME, RUNTIME_CHOICES, isRuntimeKind } from '../base/runtime
 import { CniError } from '../cni/spec.js';
 import type { PluginConfig } from './request.js';
 import type { WireBandwidth, WirePortMapping } from '../api/wire-types.js';
+import { goField } from '../netattach/go-json.js';
 
+/** The runtime's K8S_POD_INFRA_CONTAINER_ID of a sandbox's first ADD. */
+export const INFRA_CONTAINER_LABEL = 'knit.dev/infra-container-id';
+/** A sandbox whose ADD read the pod's networks annotation (secondaryNetworks): only those are
+ * hot-plugged when it changes, never a pod attached before the feature was on (whose other
+ * interfaces, Multus's say, are not knit's to touch). */
+export const POD_NETWORKS_LABEL = 'knit.dev/pod-networks';
 /** Which CNI network (conflist name) attached a sandbox: GC only touches its own. */
 export const CNI_NETWORK_LABEL = 'knit.dev/cni-network';
 /** Pod annotation: runc (default), kata or kubevirt. */
 export const RUNTIME_ANNOTATION = 'knit.dev/runtime';
 /** Pod annotation: the interface binding as a JSON object of strings, e.g. {"mode":"tcfilter"}. */
 export const BINDING_ANNOTATION = 'knit.dev/binding';
-const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
+/** containerd's capability: the sandbox's annotations, which are the pod's. */
+export const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
 /** KubeVirt adds a binding plugin's NetworkAttachmentDefinition to the pod after the network's
  * own, with this cni-arg (Multus passes it as args.cni): the VMI network the binding serves. */
 const LOGIC_NETWORK_ARG = 'logicNetworkName';
@@ -48,12 +56,7 @@ const num = (v: unknown): string | number => (typeof v === 'number' || typeof v 
  * regard to case): containerd's CRI plugin sends go-cni structs with no JSON tags
  * ({"HostPort":..,"ContainerPort":..}), and the Go plugins it was written against accept them.
  */
-function field(o: Record<string, unknown>, key: string): unknown {
-  if (key in o) return o[key];
-  const lower = key.toLowerCase();
-  const k = Object.keys(o).find((x) => x.toLowerCase() === lower);
-  return k === undefined ? undefined : o[k];
-}
+const field = goField;
 
 function logicNetworkOf(conf: PluginConfig): string | undefined {
   const args = conf.args;
@@ -124,7 +127,7 @@ export function podSettings(conf: PluginConfig): PodSettings {
     annotations,
     labels: (args): Record<string, string> => {
       const infra = args.get('K8S_POD_INFRA_CONTAINER_ID');
-      return infra ? { 'knit.dev/infra-container-id': infra } : {};
+      return infra ? { [INFRA_CONTAINER_LABEL]: infra } : {};
     },
   };
 }

@@ -2,14 +2,17 @@
 // DEL -> Detach (or RemoveInterface), CHECK -> Check, STATUS -> NodeStatus, GC -> Detach of
 // this network's sandboxes missing from the valid-attachments list. Every failure leaves as a
 // CNI error object with the code that fits.
-import type { AttachResult, InterfaceRequest, SandboxService } from '../base/types.js';
+import type { AttachRequest, AttachResult, InterfaceRequest, SandboxService } from '../base/types.js';
 import { CniCode, KnitError } from '../base/errors.js';
 import { validateAddInterface, validateAttach, validateSandboxId } from '../api/validate.js';
+import type { WireInterfaceRequest } from '../api/wire-types.js';
 import { CniError, appendToPrevResult, errorObject, negotiateVersion, renderResult, type CniVersion } from '../cni/spec.js';
 import { parseCniArgs, parsePluginConfig, type PluginConfig, type ShimRequest } from './request.js';
-import { podSettings, CNI_NETWORK_LABEL } from './annotations.js';
+import { podSettings, CNI_NETWORK_LABEL, POD_NETWORKS_LABEL } from './annotations.js';
 import { guestName } from '../base/handoff.js';
 import { draInterfaceNames } from '../dra/labels.js';
+import { only, primaryAnswer } from './result-parts.js';
+import type { PodPlan, PodRef } from './pod-networks.js';
 
 export interface CniAnswer {
   exitCode: number;
@@ -56,9 +59,26 @@ export function toCniError(err: unknown): CniError {
   return new CniError(999, `knit internal error: ${(err as Error)?.message ?? String(err)}`);
 }
 
+/** secondaryNetworks (src/cni-frontend/secondary.ts, loaded only with the config block): the
+ * networks of a pod's annotation come with its primary interface (docs/secondary-networks.md). */
+export interface SecondaryFrontend {
+  /** Why ADDs must wait (Multus's readinessindicatorfile is missing), else undefined. */
+  notReady(): string | undefined;
+  plan(pod: PodRef, annotations: Record<string, string>, conf: PluginConfig, req: ShimRequest, args: Map<string, string>): Promise<PodPlan>;
+  /** The validated request with each interface's record of the network it came from. */
+  withAttachments(req: AttachRequest, plan: PodPlan): AttachRequest;
+  afterAttach(pod: PodRef, plan: PodPlan, req: AttachRequest, primaryName: string, result: AttachResult, rename: Renamer): Promise<void>;
+  addMissing(sandboxId: string, recorded: AttachRequest, plan: PodPlan, rename: Renamer): Promise<AttachResult | undefined>;
+}
+
+/** Field names of an AddInterface for a selection of the annotation, as the caller knows them. */
+type Renamer = (source: string) => (field: string) => string;
+const renameTo: Renamer = (source) => (field) => sourceField(field, [source]);
+
 export interface FrontendOptions {
   /** Why the CNI install is not whole ([] when it is): STATUS answers 50 while it is not. */
   installProblems?: () => Promise<string[]>;
+  secondary?: SecondaryFrontend;
 }
 
 export class CniFrontend {
@@ -117,8 +137,20 @@ export class CniFrontend {
     // The record alone: Query's live comparison with the kernel is not needed to decide. An
     // invalid CNI_CONTAINERID finds none and is refused, naming it, by validateAttach.
     const existing = this.service.lookup(req.containerId);
+    const podRef = this.podOf(args);
     let result: AttachResult;
     if (!existing) {
+      const plan = podRef ? await this.opts.secondary!.plan(podRef, pod.annotations, conf, req, args) : undefined;
+      const attached = plan?.interfaces.filter((p) => !p.later) ?? [];
+      const moved = attached.find((p) => p.wire.default_route);
+      if (moved && pod.portMappings.length) {
+        // The host ports belong to the interface with the default route (a chain's portmap, or
+        // knit's table on its own network): they would leave the pod's primary interface.
+        throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: ${moved.source} moves the pod's default route off its primary interface, where its host ports are; knit does not map them there`);
+      }
+      // The default-network annotation's network takes the primary's place, with what the runtime passed for it.
+      const primary = plan?.primary ? { ...iface, network: '', binding: {}, mac: '', ips: [], bandwidth: null, ...plan.primary.wire } : iface;
+      const sources = [plan?.primary?.source, ...attached.map((p) => p.source)];
       const attach = validateAttach(
         {
           sandbox_id: req.containerId,
@@ -127,22 +159,32 @@ export class CniFrontend {
           pod_uid: args.get('K8S_POD_UID') ?? '',
           netns_path: req.netns,
           runtime: pod.runtime.toUpperCase(),
-          interfaces: [iface],
+          interfaces: [primary, ...attached.map((p) => p.wire)] as WireInterfaceRequest[],
           port_mappings: pod.portMappings,
           dns: null,
-          labels: { [CNI_NETWORK_LABEL]: conf.name ?? '', ...pod.labels(args) },
+          labels: { [CNI_NETWORK_LABEL]: conf.name ?? '', ...pod.labels(args), ...(plan && { [POD_NETWORKS_LABEL]: 'annotation' }) },
           annotations: pod.annotations,
         },
-        { rename: cniField },
+        { rename: (field) => sourceField(field, sources) },
       );
-      result = await this.service.attach(attach);
+      const full = plan ? this.opts.secondary!.withAttachments(attach, plan) : attach;
+      result = await this.service.attach(full);
+      if (plan) {
+        await this.opts.secondary!.afterAttach(podRef!, plan, full, conf.name ?? '', result, renameTo);
+        result = primaryAnswer(result, full);
+      }
     } else if (existing.result && (hasInterface(existing.result, req.ifname) || existing.request.interfaces.some((i) => i.name === req.ifname))) {
       // A repeated ADD (a runtime retrying after a lost answer) gets the same result, with
       // fresh hand-off tokens as an Attach answer has.
-      const full = this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result;
-      // The first ADD answered with the pod's DRA devices too (they came with its interface).
-      const withDevices = draInterfaceNames(existing.request.labels).size > 0 && existing.request.interfaces[0]?.name === req.ifname;
-      result = withDevices ? full : only(full, req.ifname);
+      let full = this.service.lookup(req.containerId, { tokens: true })?.result ?? existing.result;
+      const first = existing.request.interfaces[0]?.name === req.ifname;
+      if (first && podRef) {
+        const plan = await this.opts.secondary!.plan(podRef, pod.annotations, conf, req, args);
+        full = (await this.opts.secondary!.addMissing(req.containerId, existing.request, plan, renameTo)) ?? full;
+      }
+      // The first ADD answered with the pod's DRA devices too (they came with its interface),
+      // and without the networks of its annotation (the primary's part alone, as Multus answers).
+      result = first ? primaryAnswer(full, existing.request) : only(full, req.ifname);
     } else {
       if (pod.portMappings.length) throw new CniError(CniCode.unsupportedField, `runtimeConfig.portMappings: only the first interface of a sandbox (${req.containerId.slice(0, 40)}) can map host ports`);
       const add = validateAddInterface({ sandbox_id: req.containerId, interface: iface }, { rename: cniField });
@@ -155,9 +197,10 @@ export class CniFrontend {
     if (!req.containerId) throw new CniError(CniCode.invalidEnv, 'CNI_CONTAINERID is required');
     const existing = this.service.lookup(req.containerId);
     if (!existing) return undefined; // Nothing of it here: DEL succeeds (CNI spec).
-    // Interfaces knit added for the pod's DRA devices go with the sandbox, not one by one.
+    // Interfaces knit added for the pod's DRA devices and the networks of its annotation go
+    // with the sandbox, not one by one: the kubelet DELs the primary interface alone.
     const dra = draInterfaceNames(existing.request.labels);
-    const cniInterfaces = existing.request.interfaces.filter((i) => !dra.has(i.name));
+    const cniInterfaces = existing.request.interfaces.filter((i, k) => !dra.has(i.name) && !(k > 0 && i.attachment));
     const named = cniInterfaces.filter((i) => i.name !== req.ifname);
     try {
       if (named.length && named.length < cniInterfaces.length) await this.service.removeInterface(req.containerId, req.ifname);
@@ -167,6 +210,14 @@ export class CniFrontend {
       throw err;
     }
     return undefined;
+  }
+
+  /** The pod an ADD is for, when secondaryNetworks is on and the runtime named it. */
+  private podOf(args: Map<string, string>): PodRef | undefined {
+    const namespace = args.get('K8S_POD_NAMESPACE');
+    const name = args.get('K8S_POD_NAME');
+    if (!this.opts.secondary || !namespace || !name) return undefined;
+    return { namespace, name, uid: args.get('K8S_POD_UID') ?? '' };
   }
 
   private async check(req: ShimRequest): Promise<undefined> {
@@ -179,6 +230,8 @@ export class CniFrontend {
   private async status(conf: PluginConfig): Promise<undefined> {
     const install = (await this.opts.installProblems?.()) ?? [];
     if (install.length) throw new CniError(CniCode.pluginNotAvailable, `knit-cni install is not whole: ${install.join('; ')}`, 'run knit install-cni');
+    const waiting = this.opts.secondary?.notReady();
+    if (waiting) throw new CniError(CniCode.pluginNotAvailable, `secondaryNetworks: ${waiting}`);
     const s = await this.service.nodeStatus();
     const net = conf.network ? s.networks.find((n) => n.name === conf.network) : undefined;
     if (conf.network && !net) throw new CniError(CniCode.pluginNotAvailable, `network ${JSON.stringify(conf.network.slice(0, 40))} is not configured in knit`);
@@ -213,19 +266,12 @@ function hasInterface(r: AttachResult, ifname: string): boolean {
 }
 
 
-/**
- * The part of a sandbox's result that is about one CNI_IFNAME: its pod-side interface, the
- * host device just before it (veth host end), their ips and routes' owner.
- */
-export function only(r: AttachResult, ifname: string): AttachResult {
-  if (r.interfaces.filter((i) => i.sandbox || guestName(i.handoff)).length <= 1) return r;
-  const pod = r.interfaces.findIndex((i) => (i.sandbox && i.name === ifname) || guestName(i.handoff) === ifname);
-  if (pod < 0) return r;
-  const keep = pod > 0 && !r.interfaces[pod - 1]!.sandbox && !guestName(r.interfaces[pod - 1]!.handoff) ? [pod - 1, pod] : [pod];
-  const index = new Map(keep.map((k, n) => [k, n]));
-  return {
-    ...r,
-    interfaces: keep.map((k) => r.interfaces[k]!),
-    ips: r.ips.filter((ip) => index.has(ip.interface)).map((ip) => ({ ...ip, interface: index.get(ip.interface)! })),
-  };
+/** Wire field paths -> the CNI names, for an Attach whose interfaces after the first are the
+ * networks of the pod's annotation: those name the selection they came from. */
+function sourceField(path: string, sources: (string | undefined)[]): string {
+  const wire = path.replace(/^interface\b/, 'interfaces[0]');
+  const m = /^interfaces\[(\d+)\](.*)$/.exec(wire);
+  const source = m ? sources[Number(m[1])] : undefined;
+  if (m && source) return `${source}${m[2]!.replace(/^\.name$/, '.interface')}`;
+  return cniField(path);
 }

@@ -99,6 +99,12 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
   if (config.cniSocket === config.socket || config.cniSocket === config.handoffSocket) {
     issue(['cniSocket'], `must differ from socket and handoffSocket (${config.cniSocket})`);
   }
+  // knit DELs every attachment cached there that no record holds (after a reboot): the dir
+  // must be knit's alone, never a runtime's /var/lib/cni.
+  const cache = config.secondaryNetworks?.cacheDir;
+  if (cache !== undefined && !(cache + '/').startsWith(config.stateDir.replace(/\/?$/, '/'))) {
+    issue(['secondaryNetworks', 'cacheDir'], `${JSON.stringify(cache)} must be under stateDir (${config.stateDir}): knit gives back whatever is cached there and not in its records`);
+  }
   return issues;
 }
 

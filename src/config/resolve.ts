@@ -3,7 +3,7 @@
 // spellings of one config compare equal.
 
 import { formatCidr, formatIp, normalizeIp, parseCidr, type IpFamily } from '../ipam/ip.js';
-import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetworkPolicy, type RawNetwork, type RawPool, type LOG_LEVELS } from './schema.js';
+import { NODE_SUBNET, type RawCni, type RawCluster, type RawConfig, type RawDra, type RawNetworkPolicy, type RawNetwork, type RawPool, type RawSecondaryNetworks, type LOG_LEVELS } from './schema.js';
 import type { CniSettings } from '../base/strategy.js';
 
 export interface PoolSettings {
@@ -82,6 +82,8 @@ export interface KnitConfig {
   kata: { danDir: string };
   /** Seconds between sweeps for sandboxes whose netns is gone; 0 is off (schema.ts). */
   goneNetnsSweepSeconds: number;
+  /** CNI chains that may run at once (schema.ts). */
+  cniParallelChains: number;
   /** Set when a network spans the cluster. */
   cluster?: ClusterSettings;
   defaultNetwork: string;
@@ -90,14 +92,18 @@ export interface KnitConfig {
   dra?: DraSettings;
   /** NetworkPolicy (schema.ts); absent: off. `networks` filled in (default: the default network). */
   networkPolicy?: NetworkPolicySettings;
+  /** knit in Multus's place (schema.ts); absent: off. */
+  secondaryNetworks?: SecondaryNetworksSettings;
 }
 
 export type NetworkPolicySettings = Omit<RawNetworkPolicy, 'networks'> & { networks: string[] };
 
 export type DraSettings = RawDra;
+/** schema.ts's block, the literal definitions' configs as text. */
+export type SecondaryNetworksSettings = Omit<RawSecondaryNetworks, 'definitions' | 'cacheDir'> & { definitions?: Record<string, string>; cacheDir: string };
 
 export function resolveConfig(raw: RawConfig): KnitConfig {
-  const { defaultNetwork, metricsAddress, networks, cluster, dra, networkPolicy, ...rest } = raw;
+  const { defaultNetwork, metricsAddress, networks, cluster, dra, networkPolicy, secondaryNetworks, ...rest } = raw;
   const dflt = defaultNetwork ?? networks[0].name;
   return {
     ...rest,
@@ -105,6 +111,7 @@ export function resolveConfig(raw: RawConfig): KnitConfig {
     ...(metricsAddress !== undefined && { metricsAddress }),
     ...(cluster && { cluster: resolveCluster(cluster) }),
     ...(dra !== undefined && { dra }),
+    ...(secondaryNetworks && { secondaryNetworks: resolveSecondary(secondaryNetworks, rest.stateDir) }),
     defaultNetwork: dflt,
     networks: networks.map(resolveNetwork),
   };
@@ -141,6 +148,13 @@ function resolveCluster(c: RawCluster): ClusterSettings {
     clusterCIDRs: cidrs(c.clusterCIDRs),
     serviceCIDRs: cidrs(c.serviceCIDRs),
   };
+}
+
+function resolveSecondary(s: RawSecondaryNetworks, stateDir: string): SecondaryNetworksSettings {
+  const { definitions, cacheDir, ...rest } = s;
+  const out = { ...rest, cacheDir: cacheDir ?? `${stateDir.replace(/\/$/, '')}/cni-cache` };
+  if (!definitions) return out;
+  return { ...out, definitions: Object.fromEntries(Object.entries(definitions).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])) };
 }
 
 function resolveCni(c: RawCni): CniSettings {

@@ -228,6 +228,49 @@ const networkPolicySchema = z.strictObject({
     .optional(),
 });
 
+/** A DNS-1123 label: a namespace's name. */
+const namespaceName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name (a DNS-1123 label)');
+/** "namespace/name" of a NetworkAttachmentDefinition, or "name" (then in secondaryNetworks.namespace). */
+const definitionRef = z.string().regex(/^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be "namespace/name" or "name" of a NetworkAttachmentDefinition');
+
+/** knit in Multus's place (docs/secondary-networks.md, README "Secondary networks"): the networks
+ * of a pod's k8s.v1.cni.cncf.io/networks annotation come with its primary interface. Off unless
+ * this block is present; its code (and the API client) load only then. */
+const secondaryNetworksSchema = z.strictObject({
+  /** Kubernetes API access: NetworkAttachmentDefinitions, this node's pods, network-status.
+   * Default: $KUBECONFIG, else in-cluster. */
+  kubeconfig: absolutePath.optional(),
+  /** This node: knit watches the pods scheduled here. Default: $NODE_NAME, else the host name. */
+  nodeName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS subdomain (a Kubernetes node name)').optional(),
+  /** The definitions, literally: "namespace/name" -> its spec.config (text, or the object). With
+   * it set knit asks no API: no pod annotations beyond what the runtime passes, no network-status. */
+  definitions: z.record(z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be "namespace/name"'),
+    z.union([z.string(), z.record(z.string(), z.unknown())])).optional(),
+  /** Multus's multusNamespace: where defaultNetworks and the default-network annotation are found. */
+  namespace: namespaceName.default('kube-system'),
+  /** Networks every pod gets after its primary one, except in systemNamespaces. */
+  defaultNetworks: z.array(definitionRef).default([]),
+  systemNamespaces: z.array(namespaceName).default(['kube-system']),
+  /** A pod may name only definitions of its own namespace and of globalNamespaces. */
+  namespaceIsolation: z.boolean().default(false),
+  globalNamespaces: z.array(namespaceName).default(['default']),
+  /** A definition without config stands for the file here whose "name" is its name (Multus's confDir). */
+  confDir: absolutePath.default('/etc/cni/multus/net.d'),
+  /** Where the definitions' plugins are found, in order (Multus: binDir, then CNI_PATH). */
+  pluginDirs: z.array(absolutePath).min(1).default(['/opt/cni/bin', ...DEFAULT_CNI_PLUGIN_DIRS]),
+  /** libcni's result cache for the definitions' chains; knit's alone, under stateDir (default
+   * <stateDir>/cni-cache): at start-up knit DELs what is cached there and held by no record,
+   * the attachments a reboot (which empties runDir, not the plugins' state) leaves. */
+  cacheDir: absolutePath.optional(),
+  /** Deadline of one plugin exec. */
+  timeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+  /** Multus's readinessindicatorfile: ADDs answer "try again later" (11), and STATUS 50, while
+   * it does not exist. */
+  readinessIndicatorFile: absolutePath.optional(),
+  /** How long an ADD waits for the API when a definition or pod is not in knit's informers. */
+  lookupTimeoutMs: z.number().int().min(100).max(60_000).default(2_000),
+});
+
 export const configSchema = z.strictObject({
   socket: absolutePath.default('/run/knit/knit.sock'),
   /** Sandbox records live here (tmpfs): they describe kernel state that a reboot erases. */
@@ -257,6 +300,10 @@ export const configSchema = z.strictObject({
       backoffMs: z.number().int().min(10).max(3_600_000).default(5_000),
     })
     .default({}),
+  /** At most this many CNI chains (a mode: cni network's, a NetworkAttachmentDefinition's) run at
+   * once, ADD or DEL; the rest wait their turn. Bounds the plugin processes of a burst of pod
+   * starts, whose memory counts against knit's cgroup (README "Secondary networks"). */
+  cniParallelChains: z.number().int().min(1).max(1024).default(8),
   /** Every this many seconds knit detaches the sandboxes whose network namespace is gone
    * (deleted without a Detach or CNI DEL); 0 turns the timer off. Start-up, a pool running dry
    * and a sandbox's host link vanishing sweep too, whatever this says (src/core/gone-netns.ts). */
@@ -283,6 +330,7 @@ export const configSchema = z.strictObject({
   dra: draSchema.optional(),
   /** NetworkPolicy (docs/network-policy.md): off unless present. */
   networkPolicy: networkPolicySchema.optional(),
+  secondaryNetworks: secondaryNetworksSchema.optional(),
   // The default goes through the schema, so its own defaults (mtu, routes...) apply.
   networks: z.array(networkSchema).min(1).default(() => [{ name: 'knit0', mode: 'bridge' as const, bridge: 'knit0', ipv4: { subnet: DEFAULT_SUBNET_V4 } }]),
 });
@@ -294,3 +342,4 @@ export type RawCni = z.output<typeof cniSchema>;
 export type RawCluster = z.output<typeof clusterSchema>;
 export type RawDra = z.output<typeof draSchema>;
 export type RawNetworkPolicy = z.output<typeof networkPolicySchema>;
+export type RawSecondaryNetworks = z.output<typeof secondaryNetworksSchema>;

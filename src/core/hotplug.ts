@@ -21,8 +21,8 @@ export interface HotplugContext {
   runner: ActionRunner;
   reaper: ReaperPort;
   strategy(runtime: RuntimeKind): Strategy;
-  /** The network an interface names (field: where to say what is wrong). */
-  network(name: string | undefined, index: number): NetworkSpec;
+  /** The network of an interface (index: where to say what is wrong). */
+  network(iface: InterfaceRequest, index: number): NetworkSpec;
   holds(sandboxId: string, readOnly: boolean): { ctx: PrepareContext; release(): void };
   addFailpoint?: Failpoint;
   removeFailpoint?: Failpoint;
@@ -63,7 +63,7 @@ async function planAdd(hc: HotplugContext, rec: SandboxRecord, iface: InterfaceR
   let network: NetworkSpec;
   let allocation: InterfaceAllocation;
   try {
-    network = hc.network(iface.network, index);
+    network = hc.network(iface, index);
     allocation = preview ? previewInterface(hc.ipam, rec.sandboxId, iface, index, network) : allocateInterface(hc.ipam, rec.sandboxId, iface, index, network);
   } catch (err) {
     throw asInterfaceField(err, index);

@@ -45,7 +45,10 @@ export async function planInterfaces(
     if (strategy.prepare) input.prepared = await strategy.prepare(input, ctx);
     const plan = strategy.planInterface(input);
     steps.push(...plan.steps.map((s) => ({ ...s, iface: iface.name })));
-    parts.push({ ifname: iface.name, interfaces: plan.interfaces, ips: plan.ips, routes: plan.routes, slot: slots[k], ...(networks[k].dns ? { dns: networks[k].dns } : {}) });
+    parts.push({
+      ifname: iface.name, interfaces: plan.interfaces, ips: plan.ips, routes: plan.routes, slot: slots[k],
+      ...(networks[k].dns ? { dns: networks[k].dns } : {}), ...(plan.dropsChainDefaultRoutes && { dropsChainDefaultRoutes: true }),
+    });
   }
   return { steps, parts };
 }

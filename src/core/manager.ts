@@ -24,7 +24,7 @@ import { DeviceClaims, type PrepareEnv } from './device-claims.js';
 import { composeResult, defaultRouteIndex, planInterfaces } from './interface-plans.js';
 import { addInterface, attachedRequest, planAddInterface, removeInterface, type HotplugContext } from './hotplug.js';
 import type {
-  AttachRequest, AttachResult, CheckReport, Extension, InterfaceRequest, NodeStatus, SandboxRecordView, SandboxService, WatchEvent,
+  AttachRequest, AttachResult, AttachmentChain, CheckReport, Extension, InterfaceRequest, NodeStatus, SandboxRecordView, SandboxService, WatchEvent,
 } from '../base/types.js';
 
 const attachedRecord = (journal: SandboxRecord, result: AttachResult, parts: SandboxRecord['parts']): SandboxRecord =>
@@ -116,7 +116,7 @@ export class SandboxManager implements SandboxService {
     const strategy = this.deps.strategies[req.runtime];
     if (!strategy) throw KnitError.invalid('runtime', `runtime ${req.runtime} is not available on this node`);
     refuseBandwidth(req.interfaces);
-    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc.network, i));
+    const networks = req.interfaces.map((ifc, i) => this.networkFor(ifc, i));
     const publishes = publishesHostPorts(req, networks[defaultRouteIndex(req.interfaces)]);
     if (publishes) refuseHostPortConflicts(req.sandboxId, req.portMappings, this.hostPortHolders());
     // Static addresses as the pools would take them (previewInterface holds nothing). A pool's
@@ -219,8 +219,10 @@ export class SandboxManager implements SandboxService {
 
   private readonly networkOf = (network: string) => this.deps.networks().get(network);
 
-  private networkFor(name: string | undefined, i: number): NetworkSpec {
-    const networkName = name || this.deps.defaultNetwork();
+  private networkFor(ifc: InterfaceRequest, i: number): NetworkSpec {
+    const chain = ifc.attachment?.chain;
+    if (chain) return attachmentNetwork(ifc.attachment!.name, chain);
+    const networkName = ifc.network || this.deps.defaultNetwork();
     const net = this.deps.networks().get(networkName);
     if (!net) throw KnitError.invalid(`interfaces[${i}].network`, `no network named "${networkName}" on this node`);
     const unready = this.deps.unreadyNetworks().get(networkName);
@@ -305,7 +307,7 @@ export class SandboxManager implements SandboxService {
         if (!s) throw KnitError.invalid('runtime', `runtime ${runtime} is not available on this node`);
         return s;
       },
-      network: (name, i) => this.networkFor(name, i),
+      network: (ifc, i) => this.networkFor(ifc, i),
       holds: (id, readOnly) => this.deviceClaims.holds(id, this.prepareEnv(), readOnly),
       addFailpoint: this.deps.hooks?.addInterfaceFailpoint,
       removeFailpoint: this.deps.hooks?.removeInterfaceFailpoint,
@@ -527,6 +529,13 @@ export type { Op, OpResult };
  * network's chain publishes them with its portmap plugin. */
 function publishesHostPorts(req: AttachRequest, network: NetworkSpec): boolean {
   return network.mode !== 'cni' && publishedPorts(req.portMappings).length > 0;
+}
+
+/** The network of an interface a pod's annotation asked for: the definition's CNI chain as
+ * recorded at ADD (NetworkAttachment.chain), never a network of knit's config. */
+function attachmentNetwork(name: string, chain: AttachmentChain): NetworkSpec {
+  const { conflist, pluginDirs, cacheDir, timeoutMs } = chain;
+  return { name, mode: 'cni', cni: { conflist, pluginDirs, cacheDir, timeoutMs }, mtu: 1500, hairpin: false, routes: [] };
 }
 
 /** Bandwidth limits are shaped on the host-side device knit puts in the sandbox's path

@@ -11,6 +11,7 @@ import { makeProcSysWritable } from '../net/proc-sys.js';
 import { RecordStore } from '../store/index.js';
 import { Ipam } from '../ipam/index.js';
 import { DaemonActionRunner } from './action-runner.js';
+import { ChainSlots } from '../cni-exec/slots.js';
 import { peerCred } from '../net/peercred.js';
 import { SandboxManager } from '../core/manager.js';
 import type { ManagerHooks } from '../core/ports.js';
@@ -48,7 +49,7 @@ export interface ServeOptions {
 }
 
 /** Keys a running daemon cannot change under its clients' feet: they wait for a restart. */
-const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra'] as const;
+const RESTART_KEYS = ['socket', 'runDir', 'stateDir', 'handoffSocket', 'cniSocket', 'cniDeleteQueue', 'cniDeleteRetry', 'metricsAddress', 'instance', 'logLevel', 'allowedUids', 'dra', 'secondaryNetworks', 'cniParallelChains'] as const;
 
 /** Linux 6.17+ forwards IPv6 per device (see NetworkSpec.ipv6PerDeviceForwarding). */
 const ipv6PerDeviceForwarding = existsSync('/proc/sys/net/ipv6/conf/all/force_forwarding');
@@ -94,6 +95,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const runner = new DaemonActionRunner({
     log: ({ plugin, command, sandboxId, stderr }) => log.warn({ sandboxId, plugin, command, stderr }, 'CNI plugin stderr'),
     beforeAdd: beforeCniAdd,
+    slots: new ChainSlots(config.cniParallelChains),
   });
   const metrics = new KnitMetrics();
   // The DRA driver first, when configured (its modules load only then): the kubelet's sockets
@@ -250,7 +252,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const pinned = await PinnedNetns.open(config.runDir, storeProblem);
   // Queued DELs first: once the API answers, what the shim queued while knit was down is done.
   const installRecord = installRecordPath(config.stateDir);
-  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord) });
+  // knit in Multus's place, only when configured: its modules (and the API client) load only then.
+  const secondary = config.secondaryNetworks ? await startSecondary(() => config, () => specs, service, records, log) : undefined;
+  const cniFrontend = new CniFrontend(service, { installProblems: () => installProblems(installRecord), ...(secondary && { secondary: secondary.frontend }) });
   cniDeletes = new DeleteQueue({
     dir: config.cniDeleteQueue,
     run: (request) => answer(cniFrontend, request),
@@ -349,11 +353,32 @@ export async function serve(opts: ServeOptions): Promise<void> {
   await dra?.close();
   await handoff.close();
   await cni.close();
+  await secondary?.close();
   metricsServer?.close();
   await reaper.reapNow();
   reaper.stop();
   runner.close();
   log.info({}, 'knit stopped');
+}
+
+/** knit in Multus's place: the NADs' source, the CNI frontend's side, and the hot-plug of a
+ * running pod whose networks annotation changes. */
+async function startSecondary(config: () => KnitConfig, specs: () => Map<string, NetworkSpec>, service: SandboxService, records: RecordStore<SandboxRecord>, log: pino.Logger) {
+  const [{ startSecondaryNetworks, delUnrecordedAttachments }, { PodNetworksFrontend }, { PodHotplug }] = await Promise.all([
+    import('./secondary-networks.js'), import('../cni-frontend/secondary.js'), import('../cni-frontend/pod-hotplug.js'),
+  ]);
+  const part = log.child({ part: 'secondary-networks' });
+  // What a reboot left: the NADs' chains of pods knit no longer records (runDir is a tmpfs).
+  await delUnrecordedAttachments(config().secondaryNetworks!, records.values(), part);
+  const networks = await startSecondaryNetworks({
+    settings: () => config().secondaryNetworks!,
+    knitNetwork: (name) => specs().get(name),
+    log: part,
+    userAgent: 'knit/secondary-networks',
+  });
+  const hotplug = new PodHotplug(service, networks.port, part);
+  networks.onPodNetworks((pod, annotations) => void hotplug.reconcile(pod, annotations));
+  return { frontend: new PodNetworksFrontend(service, networks.port), close: () => networks.close() };
 }
 
 async function startDraDriver(config: KnitConfig, runner: DaemonActionRunner, log: pino.Logger, metrics: KnitMetrics, prepareFailpoint?: Failpoint) {

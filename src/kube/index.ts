@@ -4,4 +4,5 @@ export { loadKubeAccess, KubeAccessError, SERVICE_ACCOUNT_DIR, type KubeAccess, 
 export { KubeClient, KubeApiError, type ClientOptions, type ListQuery, type PatchType, type WatchQuery } from './client.js';
 export { Informer, type ChangeKind, type InformerOptions, type InformerState } from './informer.js';
 export { objectKey } from './cache-diff.js';
+export { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 export type * from './types.js';

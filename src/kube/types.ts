@@ -215,3 +215,17 @@ export interface ResourceClaim extends KubeObject {
     devices?: AllocatedDeviceStatus[];
   };
 }
+
+// ---- core/v1 Pod, and k8s.cni.cncf.io/v1 NetworkAttachmentDefinition ----
+
+/** A Pod, as far as knit reads it: its annotations (the networks it asks for) and its node. */
+export interface Pod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string };
+}
+
+/** The Network Plumbing Working Group's NetworkAttachmentDefinition: a CNI config, or none (a
+ * file by its name on the node). */
+export interface NetworkAttachmentDefinition extends KubeObject {
+  spec?: { config?: string };
+}

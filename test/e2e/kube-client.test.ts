@@ -8,7 +8,7 @@ import anyTest, { type TestFn } from 'ava';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { relay } from '../helpers/api-relay.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadKubeAccess } from '../../src/kube/access.js';
@@ -302,43 +302,6 @@ test.serial('watch: kubectl changes arrive as events, a bookmark before timeoutS
   const deletedAt = Number(changes.at(-1)!.object.metadata.resourceVersion);
   t.true(Number(bookmarks.at(-1)!.object.metadata.resourceVersion) >= deletedAt, 'the bookmark carries the latest resourceVersion');
 });
-
-/** A TCP relay to the apiserver that can be cut (connections reset, new ones refused) and mended:
- * a network partition between one client and a running apiserver. */
-async function relay(target: URL) {
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | undefined;
-  const port = await new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(p));
-    });
-  });
-  const listen = () =>
-    new Promise<void>((resolve) => {
-      server = net.createServer((client) => {
-        const upstream = net.connect(Number(target.port), target.hostname);
-        for (const s of [client, upstream]) {
-          sockets.add(s);
-          s.on('close', () => sockets.delete(s));
-          s.on('error', () => {});
-        }
-        client.pipe(upstream).pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-      }).listen(port, '127.0.0.1', resolve);
-    });
-  await listen();
-  return {
-    server: `https://127.0.0.1:${port}`,
-    async cut() {
-      const closed = new Promise((r) => server!.close(r));
-      for (const s of sockets) s.resetAndDestroy();
-      await closed;
-    },
-    mend: listen,
-  };
-}
 
 test.serial('informer: a synced view; cut off, it keeps the view and says so; mended, it relists and reports what changed meanwhile; the apiserver stopped and started', async (t) => {
   const { cp, prefix, admin } = t.context;

@@ -80,3 +80,15 @@ test('knit serve loads NetworkPolicy (src/policy, the controller, its informers)
   t.true(rel.includes('src/daemon/action-runner.js'), 'the check follows serve\'s imports');
   t.deepEqual(rel.filter((f) => f.startsWith('src/policy/') || f === 'src/daemon/policy.js' || f === 'src/daemon/kube-policy.js'), []);
 });
+
+test('knit serve loads the secondary networks (Multus\'s part: informers, network-status writer) only with a secondaryNetworks block', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);
+  const rel = [...files].map((f) => path.relative(build, f));
+  t.true(rel.includes('src/cni-frontend/handler.js'), 'the check follows serve\'s imports to the CNI frontend');
+  const lazy = ['src/daemon/secondary-networks.js', 'src/daemon/network-status-writer.js', 'src/cni-frontend/secondary.js', 'src/cni-frontend/pod-hotplug.js', 'src/cni-frontend/pod-networks.js', 'src/cni-frontend/pod-attach.js'];
+  // src/netattach/go-json.js (Go's case-insensitive key match) serves knit-cni's runtimeConfig too.
+  t.deepEqual(rel.filter((f) => lazy.includes(f) || f.startsWith('src/kube/') || (f.startsWith('src/netattach/') && f !== 'src/netattach/go-json.js')), []);
+  t.regex(readFileSync(path.join(build, 'src', 'daemon', 'serve.js'), 'utf8'), /config\.secondaryNetworks \? await startSecondary\(/);
+});
+

@@ -31,10 +31,11 @@ const KUBEVIRT_DIR = path.join(deploy, 'kubevirt');
 function manifestFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
     const p = path.join(dir, f);
-    // deploy/dra is the DRA add-on (kubectl apply -k), checked by deploy-dra.test.ts; deploy/kubevirt
-    // holds KubeVirt's objects, checked below.
+    // deploy/dra is the DRA add-on (kubectl apply -k), checked by deploy-dra.test.ts, and
+    // deploy/secondary-networks the Multus one, by deploy-secondary-networks.test.ts;
+    // deploy/kubevirt holds KubeVirt's objects, checked below.
     if (p === KUBEVIRT_DIR) return [];
-    if (statSync(p).isDirectory()) return f === 'dra' ? [] : manifestFiles(p);
+    if (statSync(p).isDirectory()) return f === 'dra' || f === 'secondary-networks' ? [] : manifestFiles(p);
     return f.endsWith('.yaml') && f !== 'config.yaml' ? [p] : [];
   });
 }

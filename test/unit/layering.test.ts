@@ -11,6 +11,7 @@ const LAYERS: string[][] = [
   ['src/net'],
   ['src/store', 'src/ipam'],
   ['src/cni', 'src/cni-exec', 'src/devices', 'src/kube', 'src/dhcp'],
+  ['src/netattach'],
   ['src/config'],
   ['src/cluster', 'src/policy'],
   ['runtimes'],
