@@ -64,6 +64,8 @@ export interface PolicyDeps {
   nodeName: string;
   records: () => Iterable<SandboxRecord>;
   metrics?: KnitMetrics;
+  /** networkPolicy.logDenied: each chain's drop logs to nflog, read into JSON lines. */
+  logDenied?: NetworkPolicySettings['logDenied'];
 }
 
 export class PolicyController {
@@ -89,6 +91,7 @@ export class PolicyController {
   private counterValues = new Map<string, number>();
   /** When the first change of the pass to come arrived (for the apply histogram). */
   private changedAt = 0;
+  private deniedLog: { close(): Promise<void> } | undefined;
 
   constructor(private readonly deps: PolicyDeps) {
     const m = deps.metrics;
@@ -117,6 +120,16 @@ export class PolicyController {
       if (admit) this.local.set(rec.sandboxId, { namespace: admit.namespace, name: admit.name, ips: admit.ips, seen: 'unknown' });
     }
     this.kernel = await this.read();
+    if (this.deps.logDenied) {
+      const { DeniedLog } = await import('./policy-denied-log.js');
+      this.deniedLog = DeniedLog.open(this.deps.logDenied, this.deps.log, {
+        ruleset: () => this.last,
+        podAt: (ip) => {
+          const pod = this.index?.podAt(ip);
+          return pod && `${pod.namespace}/${pod.name}`;
+        },
+      });
+    }
     const { source } = this.deps;
     source.onChange(() => this.schedule());
     source.start();
@@ -135,6 +148,7 @@ export class PolicyController {
     clearInterval(this.resync);
     await this.deps.source.stop();
     await this.running;
+    await this.deniedLog?.close();
   }
 
   /** The action runner's policy steps (DaemonActionRunner.policy). Before start (the
@@ -226,7 +240,7 @@ export class PolicyController {
       if (said) this.reported.set(p.key, said);
       else this.reported.delete(p.key);
     }
-    const rs = compileRuleset(ix, local);
+    const rs = compileRuleset(ix, local, this.deps.logDenied);
     this.index = ix;
     this.counterOf.clear();
     for (const p of ix.policies) {
