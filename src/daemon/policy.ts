@@ -281,7 +281,9 @@ export class PolicyController {
       for (const line of listed.split('\n')) {
         const flow = parseConntrack(line);
         if (!flow) continue;
-        if (forwardVerdict(rs, { src: flow.src, dst: flow.dst, proto: flow.proto, dport: flow.dport }) === 'accept') continue;
+        // As the forward hook saw it: after any DNAT, so a Service flow is judged on its
+        // backend (the reply's source), as the table judges its packets.
+        if (forwardVerdict(rs, { src: flow.src, dst: flow.replySrc, proto: flow.proto, dport: flow.replySport }) === 'accept') continue;
         const args = ['-D', '-f', family, '-s', flow.src, '-d', flow.dst, '-p', String(flow.protoName)];
         if (flow.sport !== undefined && flow.dport !== undefined) args.push('--sport', String(flow.sport), '--dport', String(flow.dport));
         await conntrack(args).catch(() => undefined); // gone meanwhile
@@ -324,17 +326,33 @@ export class PolicyController {
 
 const PROTO_NUMBERS: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, icmp: 1, icmpv6: 58 };
 
-/** One line of `conntrack -L`: the original direction's tuple. */
-export function parseConntrack(line: string): { protoName: string; proto: number; src: string; dst: string; sport?: number; dport?: number } | undefined {
+export interface ConntrackFlow {
+  protoName: string;
+  proto: number;
+  /** The original direction's tuple (what `conntrack -D` names). */
+  src: string;
+  dst: string;
+  sport?: number;
+  dport?: number;
+  /** The reply's source and source port: the original destination after any DNAT. */
+  replySrc: string;
+  replySport?: number;
+}
+
+/** One line of `conntrack -L`: the original direction's tuple, then the reply's. */
+export function parseConntrack(line: string): ConntrackFlow | undefined {
   const m = /^(\S+)\s+(\d+)\s/.exec(line);
   if (!m) return undefined;
-  const field = (k: string) => new RegExp(`\\b${k}=(\\S+)`).exec(line)?.[1];
-  const src = field('src');
-  const dst = field('dst');
-  if (!src || !dst) return undefined;
-  const sport = field('sport');
-  const dport = field('dport');
-  return { protoName: m[1]!, proto: PROTO_NUMBERS[m[1]!] ?? Number(m[2]), src, dst, ...(sport && { sport: Number(sport) }), ...(dport && { dport: Number(dport) }) };
+  const fields = (k: string) => [...line.matchAll(new RegExp(`\\b${k}=(\\S+)`, 'g'))].map((x) => x[1]!);
+  const [src, replySrc] = fields('src');
+  const [dst] = fields('dst');
+  if (!src || !dst || !replySrc) return undefined;
+  const [sport, replySport] = fields('sport');
+  const [dport] = fields('dport');
+  return {
+    protoName: m[1]!, proto: PROTO_NUMBERS[m[1]!] ?? Number(m[2]), src, dst, replySrc,
+    ...(sport && { sport: Number(sport) }), ...(dport && { dport: Number(dport) }), ...(replySport && { replySport: Number(replySport) }),
+  };
 }
 
 function conntrack(args: string[]): Promise<string> {
