@@ -37,6 +37,24 @@ export interface GroupChain {
   rules: ChainRule[];
   /** The selecting policies, for the denied counters. */
   policies: string[];
+  /** Denied packets logged (networkPolicy.logDenied): to this nflog group, through this
+   * table-wide limit (a named limit object). Part of the chain's content, so of its name. */
+  log?: { group: number; limit: string };
+}
+
+/** networkPolicy.logDenied, as the compiler takes it. */
+export interface DeniedLogSettings {
+  group: number;
+  /** nft's "<n>/second" (or minute, hour, day). */
+  rate: string;
+  burst: number;
+}
+
+/** The named limit object that logging goes through: named after its rate, so a new rate is
+ * a new object (and new chains), never an object changed in place. */
+export function deniedLimit(s: DeniedLogSettings): { name: string; spec: string } {
+  const spec = `rate ${s.rate} burst ${s.burst} packets`;
+  return { name: `l_${shortHash(spec)}`, spec };
 }
 
 export type MapName = 'in4' | 'in6' | 'out4' | 'out6';
@@ -51,6 +69,8 @@ export interface PolicyRuleset {
   self: Record<IpFamily, string[]>;
   /** Named counters: allowed and denied per policy and direction. */
   counters: string[];
+  /** Named limit objects (name → nft spec): the denied log's rate. */
+  limits: Map<string, string>;
 }
 
 export const shortHash = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
@@ -92,8 +112,9 @@ export interface PodShare {
   chains: { map: MapName; addrs: string[]; name: string; chain: GroupChain; sets: { name: string; def: SetDef }[] }[];
 }
 
-/** A pod's share, from the policies that may select it (any superset of its namespace's). */
-export function podShare(pod: LocalPod, policies: Iterable<Policy>): PodShare {
+/** A pod's share, from the policies that may select it (any superset of its namespace's).
+ * `log`: where each of its chains logs what it drops (networkPolicy.logDenied). */
+export function podShare(pod: LocalPod, policies: Iterable<Policy>, log?: GroupChain['log']): PodShare {
   const candidates = [...policies].filter((p) => p.namespace === pod.namespace);
   const out: PodShare = { counters: [], chains: [] };
   for (const d of ['ingress', 'egress'] as const) {
@@ -124,7 +145,7 @@ export function podShare(pod: LocalPod, policies: Iterable<Policy>): PodShare {
           rules.push({ policy: p.key, rule: r.index, set: name, lookup: kind });
         }
       }
-      const chain: GroupChain = { direction: d, family, rules, policies: selecting.map((p) => p.key) };
+      const chain: GroupChain = { direction: d, family, rules, policies: selecting.map((p) => p.key), ...(log && { log }) };
       out.chains.push({ map: mapOf(d, family), addrs, name: `g${d[0]}${family}_${shortHash(JSON.stringify(chain))}`, chain, sets });
     }
   }
@@ -140,15 +161,23 @@ export type PeerPods = (p: Policy, peer: PodsPeer) => Iterable<PolicyPod>;
 /** The pods with an address of `family` inside the ranges (an egress named port to a block). */
 export type PodsWithin = (ranges: [bigint, bigint][], family: IpFamily) => Iterable<PolicyPod>;
 
+/** Where chains log their drops, and the limit object that holds them to the rate. */
+export function deniedLog(s: DeniedLogSettings | undefined): { log: GroupChain['log']; limit: { name: string; spec: string } } | undefined {
+  if (!s) return undefined;
+  const limit = deniedLimit(s);
+  return { log: { group: s.group, limit: limit.name }, limit };
+}
+
 /** The full compile, from the view: the reference the incremental compiler (incremental.ts)
  * is tested against. `local`: the pods this node enforces (its own, with the addresses knit
- * gave them). */
-export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset {
+ * gave them); `logDenied`: what each chain's drop logs. */
+export function compileRuleset(ix: ViewIndex, local: LocalPod[], logDenied?: DeniedLogSettings): PolicyRuleset {
   const out: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
     maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
-    self: { 4: [], 6: [] }, counters: [],
+    self: { 4: [], 6: [] }, counters: [], limits: new Map(),
   };
+  const logging = deniedLog(logDenied);
   const counters = new Set<string>();
   // Each peer's pods once per compile (a peer object belongs to one normalized policy).
   const peerCache = new Map<PodsPeer, PolicyPod[]>();
@@ -163,7 +192,7 @@ export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset 
       const a = tryParseIp(ip);
       if (a) out.self[a.family].push(formatIp(a));
     }
-    const share = podShare(pod, ix.policies);
+    const share = podShare(pod, ix.policies, logging?.log);
     for (const c of share.counters) counters.add(c.name);
     for (const c of share.chains) {
       for (const s of c.sets) if (!out.sets.has(s.name)) out.sets.set(s.name, ruleSet(s.def, peersOf, within));
@@ -171,6 +200,8 @@ export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset 
       for (const a of c.addrs) out.maps[c.map].set(a, c.name);
     }
   }
+  // The one limit, while a chain logs through it.
+  if (logging && out.chains.size) out.limits.set(logging.limit.name, logging.limit.spec);
   out.self[4].sort();
   out.self[6].sort();
   out.counters = [...counters].sort();

@@ -10,7 +10,7 @@
 // first this node's pods whose policies may select them differently (their chains, map
 // entries, counters, and the sets those chains look up), then the sets whose peers changed.
 import { tryParseIp, formatIp } from '../ipam/ip.js';
-import { fullRange, podShare, ruleSet, type CounterDef, type GroupChain, type LocalPod, type PodShare, type PolicyRuleset, type SetDef, type SetSpec } from './compile.js';
+import { deniedLog, fullRange, podShare, ruleSet, type CounterDef, type DeniedLogSettings, type GroupChain, type LocalPod, type PodShare, type PolicyRuleset, type SetDef, type SetSpec } from './compile.js';
 import type { Policy } from './normalize.js';
 import { groupKeyOfBlock, groupKeyOfPeer, PeerGroups } from './peer-groups.js';
 import { noneTouched, type Touched } from './ruleset.js';
@@ -57,7 +57,7 @@ export class IncrementalCompiler {
   readonly ruleset: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
     maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
-    self: { 4: [], 6: [] }, counters: [],
+    self: { 4: [], 6: [] }, counters: [], limits: new Map(),
   };
 
   // The inputs.
@@ -89,7 +89,12 @@ export class IncrementalCompiler {
   private touched = noneTouched();
   private readonly touchSet = (name: string) => this.dirtySets.add(name);
 
-  constructor(private readonly nodeName: string) {}
+  /** networkPolicy.logDenied: each chain's drop logs, through one limit. */
+  private readonly logging: ReturnType<typeof deniedLog>;
+
+  constructor(private readonly nodeName: string, logDenied?: DeniedLogSettings) {
+    this.logging = deniedLog(logDenied);
+  }
 
   /** A whole view at once (a first sync): the same as each of its objects set in turn. */
   load(view: Pick<PolicyView, 'policies' | 'namespaces' | 'pods'>): void {
@@ -203,6 +208,16 @@ export class IncrementalCompiler {
       this.ruleset.self = self;
     }
     if (this.touched.counters.size) this.ruleset.counters = [...this.counterRefs.keys()].sort();
+    // The log's one limit, while a chain logs through it.
+    if (this.logging) {
+      const { name, spec } = this.logging.limit;
+      const wanted = this.ruleset.chains.size > 0;
+      if (wanted !== this.ruleset.limits.has(name)) {
+        if (wanted) this.ruleset.limits.set(name, spec);
+        else this.ruleset.limits.delete(name);
+        this.touched.limits.add(name);
+      }
+    }
     const done = this.touched;
     this.touched = noneTouched();
     return done;
@@ -225,6 +240,19 @@ export class IncrementalCompiler {
     for (const [key, pod] of this.sources) if (!this.localIdsByKey.has(key) && !pod.ips.some((ip) => this.localIps.has(canonical(ip)))) pods.push(pod);
     pods.push(...this.localPods.values());
     return { policies: [...this.rawPolicies.values()], namespaces: [...this.namespaces.values()], pods, nodes: {} };
+  }
+
+  /** The pod at an address in that view (the denied log names both ends by it). */
+  podAt(ip: string): PolicyPod | undefined {
+    const c = canonical(ip);
+    if (this.localIps.has(c)) {
+      for (const pod of this.localPods.values()) if (isPeerPod(pod) && pod.ips.some((a) => canonical(a) === c)) return pod;
+    }
+    for (const key of this.sourcesByIp.get(c) ?? []) {
+      const pod = this.visible(key);
+      if (pod) return pod;
+    }
+    return undefined;
   }
 
   private namespaceLabels(ns: string): Record<string, string> {
@@ -262,7 +290,7 @@ export class IncrementalCompiler {
   private recomputeLocal(id: string): void {
     const old = this.shares.get(id);
     const pod = this.localPods.get(id);
-    const next = pod && podShare(pod, this.policiesByNs.get(pod.namespace) ?? []);
+    const next = pod && podShare(pod, this.policiesByNs.get(pod.namespace) ?? [], this.logging?.log);
     for (const c of next?.chains ?? []) {
       for (const s of c.sets) this.acquireSet(s.name, s.def);
       this.acquireChain(c.name, c.chain);

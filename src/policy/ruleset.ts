@@ -26,6 +26,7 @@ export interface KernelPolicy {
   maps: Record<MapName, Map<string, string>>;
   chains: Set<string>;
   counters: Set<string>;
+  limits: Set<string>;
 }
 
 const ipKw = (f: IpFamily) => (f === 4 ? 'ip' : 'ip6');
@@ -39,8 +40,9 @@ function setDecl(name: string, s: { family: IpFamily; kind: 'addr' | 'concat' | 
 }
 
 /** A group chain's rules: the node always reaches its pods; each allowing rule is one lookup;
- * what none allows is counted against each selecting policy and dropped. */
-export function chainRules(c: GroupChain): string[] {
+ * what none allows is counted against each selecting policy, logged (within the rate, with
+ * the chain's name as prefix: the log's reader finds the policies by it) and dropped. */
+export function chainRules(name: string, c: GroupChain): string[] {
   const ip = ipKw(c.family);
   const peer = c.direction === 'ingress' ? 'saddr' : 'daddr';
   const rules: string[] = [];
@@ -52,6 +54,7 @@ export function chainRules(c: GroupChain): string[] {
     else rules.push(`${ip} ${peer} . meta l4proto . th dport @${r.set} ${counter} return`);
   }
   for (const p of c.policies) rules.push(`counter name "${denyCounter(p, c.direction)}"`);
+  if (c.log) rules.push(`limit name "${c.log.limit}" log prefix "${name}" group ${c.log.group}`);
   rules.push('drop');
   return rules;
 }
@@ -88,11 +91,11 @@ export function wanted(r: PolicyRuleset): KernelPolicy {
   const sets: KernelPolicy['sets'] = new Map();
   for (const name of [...SELF_SETS, ...r.sets.keys()]) sets.set(name, wantedSet(r, name)!);
   const maps = Object.fromEntries(MAP_NAMES.map((m) => [m, new Map(r.maps[m])])) as KernelPolicy['maps'];
-  return { base: true, sets, maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters) };
+  return { base: true, sets, maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters), limits: new Set(r.limits.keys()) };
 }
 
 export const emptyKernel = (): KernelPolicy => ({
-  base: false, sets: new Map(), maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() }, chains: new Set(), counters: new Set(),
+  base: false, sets: new Map(), maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() }, chains: new Set(), counters: new Set(), limits: new Set(),
 });
 
 /** What one incremental change touched, by name (src/policy/incremental.ts): a transaction
@@ -101,13 +104,15 @@ export interface Touched {
   sets: Set<string>;
   chains: Set<string>;
   counters: Set<string>;
+  /** The denied log's limit objects (networkPolicy.logDenied). */
+  limits: Set<string>;
   maps: Record<MapName, Set<string>>;
   /** The self sets (this node's pods' addresses). */
   self: boolean;
 }
 
 export const noneTouched = (): Touched => ({
-  sets: new Set(), chains: new Set(), counters: new Set(), self: false,
+  sets: new Set(), chains: new Set(), counters: new Set(), limits: new Set(), self: false,
   maps: { in4: new Set(), in6: new Set(), out4: new Set(), out6: new Set() },
 });
 
@@ -118,6 +123,7 @@ function namesToCompare(have: KernelPolicy, want: PolicyRuleset, only: Touched |
       sets: [...(only.self ? SELF_SETS : []), ...only.sets],
       chains: [...only.chains],
       counters: [...only.counters],
+      limits: [...only.limits],
       maps: (m: MapName) => [...only.maps[m]],
     };
   }
@@ -125,6 +131,7 @@ function namesToCompare(have: KernelPolicy, want: PolicyRuleset, only: Touched |
     sets: [...new Set([...SELF_SETS, ...want.sets.keys(), ...have.sets.keys()])],
     chains: [...new Set([...want.chains.keys(), ...have.chains])].filter((c) => c !== BASE_CHAIN),
     counters: [...new Set([...want.counters, ...have.counters])],
+    limits: [...new Set([...want.limits.keys(), ...have.limits])],
     maps: (m: MapName) => [...new Set([...want.maps[m].keys(), ...have.maps[m].keys()])],
   };
 }
@@ -141,9 +148,10 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     const want = wanted(wantRs);
     out.push(`table ${T}`, `delete table ${T}`, `table ${T} {`);
     for (const c of want.counters) out.push(`\tcounter ${c} { }`);
+    for (const [name, spec] of wantRs.limits) out.push(`\tlimit ${name} { ${spec} }`);
     for (const [name, s] of want.sets) out.push(`\t${setDecl(name, s)}`);
     for (const m of MAP_NAMES) out.push(`\tmap ${m} { type ${addrType(m.endsWith('4') ? 4 : 6)} : verdict; }`);
-    for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
+    for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
     out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}', '}');
     for (const [name, s] of want.sets) if (s.elements.size) out.push(`add element ${T} ${name} { ${[...s.elements].join(', ')} }`);
     for (const m of MAP_NAMES) if (want.maps[m].size) out.push(`add element ${T} ${m} { ${[...want.maps[m]].map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
@@ -152,8 +160,9 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
   const names = namesToCompare(have, wantRs, only);
   const wantSets = new Map(names.sets.map((n) => [n, wantedSet(wantRs, n)] as const));
   const wantCounters = new Set(wantRs.counters);
-  // 1. New counters and sets; a set whose family or kind changed has another name already.
+  // 1. New counters, limits and sets; a set whose family or kind changed has another name already.
   for (const c of names.counters) if (wantCounters.has(c) && !have.counters.has(c)) out.push(`add counter ${T} ${c}`);
+  for (const name of names.limits) if (wantRs.limits.has(name) && !have.limits.has(name)) out.push(`add limit ${T} ${name} { ${wantRs.limits.get(name)} }`);
   for (const [name, s] of wantSets) if (s && !have.sets.has(name)) out.push(`add ${setDecl(name, s).replace(/^set /, `set ${T} `)}`);
   // 2. Elements: what goes first (a disjoint cover may be cut differently now), then what comes.
   for (const [name, s] of wantSets) {
@@ -165,7 +174,7 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (come.length) out.push(`add element ${T} ${name} { ${come.join(', ')} }`);
   }
   // 3. New chains, whole.
-  for (const name of names.chains) if (wantRs.chains.has(name) && !have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
+  for (const name of names.chains) if (wantRs.chains.has(name) && !have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
   // 4. The maps: a pod that moves to another chain is deleted and added in this same step.
   for (const m of MAP_NAMES) {
     const keys = names.maps(m);
@@ -174,10 +183,11 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (gone.length) out.push(`delete element ${T} ${m} { ${gone.join(', ')} }`);
     if (come.length) out.push(`add element ${T} ${m} { ${come.map((a) => `${a} : jump ${want(m, a)}`).join(', ')} }`);
   }
-  // 5. What nothing uses any more: chains, then the sets and counters they used.
+  // 5. What nothing uses any more: chains, then the sets, counters and limits they used.
   for (const name of names.chains) if (have.chains.has(name) && !wantRs.chains.has(name)) out.push(`delete chain ${T} ${name}`);
   for (const [name, s] of wantSets) if (!s && have.sets.has(name)) out.push(`delete set ${T} ${name}`);
   for (const c of names.counters) if (have.counters.has(c) && !wantCounters.has(c)) out.push(`delete counter ${T} ${c}`);
+  for (const name of names.limits) if (have.limits.has(name) && !wantRs.limits.has(name)) out.push(`delete limit ${T} ${name}`);
   return out.length ? `${out.join('\n')}\n` : '';
 
   function want(m: MapName, a: string): string | undefined {
@@ -208,6 +218,10 @@ export function committed(have: KernelPolicy, want: PolicyRuleset, only?: Touche
     if (counters.has(c)) have.counters.add(c);
     else have.counters.delete(c);
   }
+  for (const l of names.limits) {
+    if (want.limits.has(l)) have.limits.add(l);
+    else have.limits.delete(l);
+  }
   for (const m of MAP_NAMES) {
     for (const a of names.maps(m)) {
       const c = want.maps[m].get(a);
@@ -233,6 +247,7 @@ export function parseKernel(json: string): KernelPolicy {
       if (o.chain.name === BASE_CHAIN) k.base = true;
       else k.chains.add(o.chain.name);
     } else if (o.counter) k.counters.add(o.counter.name);
+    else if (o.limit) k.limits.add(o.limit.name);
     else if (o.map && MAP_NAMES.includes(o.map.name)) {
       for (const [key, verdict] of (o.map.elem ?? []) as [string, { jump?: { target: string } }][]) {
         if (verdict.jump) k.maps[o.map.name as MapName].set(formatIp(tryParseIp(key)!), verdict.jump.target);
@@ -293,6 +308,8 @@ export function heldWithChanges(have: KernelPolicy, keep: (ip: string) => boolea
     sets: new Map(), chains: new Map(),
     maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
     self: { 4: [], 6: [] }, counters: [...have.counters],
+    // Kept as they are: the chains that use them stay (their spec is never written again).
+    limits: new Map([...have.limits].map((name) => [name, ''])),
   };
   for (const [name, s] of have.sets) if (s.kind !== 'self') rs.sets.set(name, { family: s.family, kind: s.kind, elements: [...s.elements] });
   // Chains the kernel holds stay as they are (their content is their name).

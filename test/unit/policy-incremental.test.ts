@@ -5,9 +5,10 @@
 // applied one by one. After each, the share it holds equals compileRuleset's on the same view,
 // the transaction over what it says it touched equals the transaction over the whole table, and
 // the kernel model it leaves equals the ruleset; the node's verdicts agree with evaluate().
+// Half the seeds log denied packets (networkPolicy.logDenied: a log rule per chain, one limit).
 import test from 'ava';
 import { IncrementalCompiler, type LocalInput } from '../../src/policy/incremental.js';
-import { compileRuleset, type LocalPod, type PolicyRuleset } from '../../src/policy/compile.js';
+import { compileRuleset, type DeniedLogSettings, type LocalPod, type PolicyRuleset } from '../../src/policy/compile.js';
 import { committed, emptyKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../../src/policy/ruleset.js';
 import { canonical, ViewIndex } from '../../src/policy/view-index.js';
 import { evaluate } from '../../src/policy/evaluate.js';
@@ -97,7 +98,7 @@ function podOf(r: Rnd, w: World, namespace: string, name: string, node: string):
 
 /** What the daemon used to compute on every pass: the source's pods less those a pod of
  * this node replaces, plus this node's pods, compiled whole. */
-function fullCompile(w: World): { rs: PolicyRuleset; ix: ViewIndex; local: LocalPod[] } {
+function fullCompile(w: World, logDenied?: DeniedLogSettings): { rs: PolicyRuleset; ix: ViewIndex; local: LocalPod[] } {
   const local: LocalPod[] = [...w.locals.values()].map((l) => {
     const known = w.pods.get(`${l.namespace}/${l.name}`) ?? (l.seen === 'unknown' ? undefined : l.seen);
     return { namespace: l.namespace, name: l.name, labels: known?.labels ?? {}, ips: l.ips, node: NODE, ports: known?.ports ?? [], ...(!known && { unknown: true }) };
@@ -106,17 +107,17 @@ function fullCompile(w: World): { rs: PolicyRuleset; ix: ViewIndex; local: Local
   const localIps = new Set(local.flatMap((p) => p.ips.map(canonical)));
   const pods = [...[...w.pods.values()].filter((p) => !localKeys.has(`${p.namespace}/${p.name}`) && !p.ips.some((ip) => localIps.has(canonical(ip)))), ...local];
   const ix = new ViewIndex({ policies: [...w.policies.values()], namespaces: [...w.namespaces.values()], pods, nodes: {} });
-  return { rs: compileRuleset(ix, local), ix, local };
+  return { rs: compileRuleset(ix, local, logDenied), ix, local };
 }
 
 const sorted = <V>(m: Map<string, V>) => [...m].sort(([a], [b]) => (a < b ? -1 : 1));
 const plain = (rs: PolicyRuleset) => ({
   sets: sorted(rs.sets), chains: sorted(rs.chains),
   maps: Object.fromEntries(Object.entries(rs.maps).map(([k, m]) => [k, sorted(m)])),
-  self: rs.self, counters: rs.counters,
+  self: rs.self, counters: rs.counters, limits: sorted(rs.limits),
 });
 const plainKernel = (k: KernelPolicy) => ({
-  base: k.base, chains: [...k.chains].sort(), counters: [...k.counters].sort(),
+  base: k.base, chains: [...k.chains].sort(), counters: [...k.counters].sort(), limits: [...k.limits].sort(),
   sets: sorted(k.sets).map(([n, s]) => [n, s.family, s.kind, [...s.elements].sort()]),
   maps: Object.fromEntries(Object.entries(k.maps).map(([m, v]) => [m, sorted(v)])),
 });
@@ -232,17 +233,21 @@ function oracleMismatches(rs: PolicyRuleset, ix: ViewIndex, local: LocalPod[]): 
   return bad;
 }
 
+const LOG: DeniedLogSettings = { group: 100, rate: '10/second', burst: 20 };
+
 for (const seed of [1, 2, 3, 4, 5, 6]) {
-  test(`random changes applied one by one equal the full compile, the transaction and the oracle (seed ${seed})`, (t) => {
+  const logDenied = seed % 2 === 0 ? LOG : undefined;
+  test(`random changes applied one by one equal the full compile, the transaction and the oracle (seed ${seed}${logDenied ? ', logDenied' : ''})`, (t) => {
     const r = random(seed);
     const w: World = { pods: new Map(), namespaces: new Map(), policies: new Map(), locals: new Map(), nextIp: 1 };
-    const c = new IncrementalCompiler(NODE);
+    const c = new IncrementalCompiler(NODE, logDenied);
+    const limitSeen = { on: false, off: false };
     let kernel: KernelPolicy = emptyKernel();
     const history: string[] = [];
     for (let step = 0; step < 220; step++) {
       history.push(change(r, w, c, step));
       const touched = c.flush();
-      const { rs, ix, local } = fullCompile(w);
+      const { rs, ix, local } = fullCompile(w, logDenied);
       const at = `after step ${step}: ${history.slice(-3).join('; ')}`;
       t.deepEqual(plain(c.ruleset), plain(rs), at);
       // The transaction over what it touched does what the one over the whole table does.
@@ -254,8 +259,13 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
       t.is(transaction('knit-policy', kernel, rs), '', at);
       if (step % 20 === 19) t.deepEqual(oracleMismatches(c.ruleset, ix, local), [], at);
       if (!t.passed) return; // the first difference says enough
+      if (touched.limits.size) limitSeen[c.ruleset.limits.size ? 'on' : 'off'] = true;
     }
     t.true(c.ruleset.maps.in4.size + c.ruleset.maps.out4.size > 0, 'the sequence isolated some pod');
+    if (logDenied) {
+      t.true(limitSeen.on && limitSeen.off, 'the limit came with the first chain and went with the last');
+      t.true([...c.ruleset.chains.values()].every((ch) => ch.log?.group === LOG.group), 'every chain logs');
+    }
   });
 }
 
@@ -279,7 +289,7 @@ test('a change touches only its own: a new peer is its sets\' elements, a label 
   t.deepEqual([peer.chains.size, peer.counters.size, peer.maps.in4.size, peer.self], [0, 0, 0, false]);
 
   c.setPod('y/unrelated', pod('z', 'unrelated', 'o', '10.0.2.7'));
-  t.deepEqual(c.flush(), { sets: new Set(), chains: new Set(), counters: new Set(), self: false, maps: { in4: new Set(), in6: new Set(), out4: new Set(), out6: new Set() } }, 'a pod no peer selects touches nothing');
+  t.deepEqual(c.flush(), { sets: new Set(), chains: new Set(), counters: new Set(), limits: new Set(), self: false, maps: { in4: new Set(), in6: new Set(), out4: new Set(), out6: new Set() } }, 'a pod no peer selects touches nothing');
 
   c.setPod('x/server', pod('x', 'server', 'other', '10.0.0.1', NODE));
   const relabel = c.flush();
