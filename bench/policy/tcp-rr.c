@@ -33,7 +33,7 @@ static void nodelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static int serve(int port) {
+static _Noreturn void serve(int port) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   if (ls < 0) die("socket");
   int one = 1;
@@ -68,7 +68,7 @@ static int ping(int fd) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && !strcmp(argv[1], "server")) return serve(atoi(argv[2]));
+  if (argc == 3 && !strcmp(argv[1], "server")) serve(atoi(argv[2]));
   if (argc != 5 || (strcmp(argv[1], "rr") && strcmp(argv[1], "crr"))) {
     fprintf(stderr, "usage: tcp-rr server PORT | tcp-rr rr|crr HOST PORT SECONDS\n");
     return 2;
