@@ -2,14 +2,14 @@
 // as they are, for clusters tried without the API and for the tests. Always synced; a config
 // reload replaces it. A pod the list does not name is a pod without labels.
 import type { NetworkPolicySettings } from '../config/index.js';
-import type { NetworkPolicy, PolicyPod, PolicySource, PolicyView } from './types.js';
+import type { NetworkPolicy, PolicyPod, PolicySource, PolicyView, SourceChange } from './types.js';
 
 type Literal = NonNullable<NetworkPolicySettings['literal']>;
 
 export class LiteralPolicies implements PolicySource {
   readonly description = 'the config (networkPolicy.literal)';
   private current: Pick<PolicyView, 'policies' | 'namespaces' | 'pods'>;
-  private readonly listeners: (() => void)[] = [];
+  private readonly listeners: ((change: SourceChange) => void)[] = [];
 
   constructor(literal: Literal) {
     this.current = viewOf(literal);
@@ -17,12 +17,12 @@ export class LiteralPolicies implements PolicySource {
 
   replace(literal: Literal): void {
     this.current = viewOf(literal);
-    for (const fn of this.listeners) fn();
+    for (const fn of this.listeners) fn({ kind: 'all' });
   }
 
   start(): void {}
   async stop(): Promise<void> {}
-  onChange(fn: () => void): void {
+  onChange(fn: (change: SourceChange) => void): void {
     this.listeners.push(fn);
   }
   synced(): boolean {
