@@ -147,7 +147,10 @@ export function clusterDaemons(t: Teardowns, f: FabricSegment): ClusterDaemons {
 
 /** A TCP echo server in ns on port; answers each connection with the address it came from. */
 export function tcpServer(t: ExecutionContext, ns: string, port: number): ChildProcess {
-  const code = `const s=require('net').createServer((c)=>{c.write('from '+c.remoteAddress.replace(/^::ffff:/,'')+'\\n');c.pipe(c)});s.listen(${port},'::',()=>console.log('listening'))`;
+  // A connection reset by its peer (a stream a policy cut, whose client's kernel resets the
+  // server's retransmissions once a later change lets them through) ends that connection, not
+  // the server.
+  const code = `const s=require('net').createServer((c)=>{c.on('error',()=>c.destroy());c.write('from '+c.remoteAddress.replace(/^::ffff:/,'')+'\\n');c.pipe(c)});s.listen(${port},'::',()=>console.log('listening'))`;
   const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
