@@ -13,8 +13,11 @@ import { policyTable } from '../base/names.js';
 import { canonical, ViewIndex } from '../policy/view-index.js';
 import { allowCounter, compileRuleset, denyCounter, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
 import { emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../policy/ruleset.js';
-import { forwardVerdict } from '../policy/datapath.js';
+import { forwardVerdict, localVerdict } from '../policy/datapath.js';
 import { evaluate } from '../policy/evaluate.js';
+import { TierIndex, evaluateTiered } from '../policy/cluster-policy-evaluate.js';
+import { compileTiers } from '../policy/cluster-policy-compile.js';
+import { tierCounter } from '../policy/cluster-policy-nft.js';
 import { KnitError } from '../base/errors.js';
 import { familyOfText, type IpFamily } from '../ipam/ip.js';
 import type { PolicyAnswer, PolicyQuestion } from '../api/knit-service.js';
@@ -41,7 +44,7 @@ interface Local {
 export async function openPolicySource(settings: NetworkPolicySettings, cluster: ClusterSettings | undefined, log: Logger): Promise<PolicySource> {
   if (settings.literal) {
     const { LiteralPolicies } = await import('../policy/literal.js');
-    return new LiteralPolicies(settings.literal);
+    return new LiteralPolicies(settings.literal, settings.clusterNetworkPolicies);
   }
   const { KubePolicies } = await import('./kube-policy.js');
   try {
@@ -70,8 +73,12 @@ export class PolicyController {
   private readonly local = new Map<string, Local>();
   private kernel: KernelPolicy | undefined;
   private last: PolicyRuleset | undefined;
-  /** The view of the last pass, for ExplainPolicy. */
+  /** The view of the last pass, for ExplainPolicy; its ClusterNetworkPolicies when on. */
   private index: ViewIndex | undefined;
+  private tiers: TierIndex | undefined;
+  /** This node's own addresses (from the node list, with ClusterNetworkPolicy on): a flow to
+   * one of them meets the input hook. */
+  private nodeAddrs = new Set<string>();
   private running: Promise<void> = Promise.resolve();
   private pending = false;
   private timer: NodeJS.Timeout | undefined;
@@ -219,21 +226,32 @@ export class PolicyController {
     // The source's copy of a pod of this node is replaced by knit's; so is a stale pod that
     // still holds an address knit has given to another.
     const pods = [...view.pods.filter((p) => !localKeys.has(`${p.namespace}/${p.name}`) && !p.ips.some((ip) => localIps.has(canonical(ip)))), ...local];
-    const ix = new ViewIndex({ ...view, pods, nodes: {} });
-    for (const p of ix.policies) {
+    const nodes = view.policyNodes ?? [];
+    const ix = new ViewIndex({ ...view, pods, nodes: Object.fromEntries(nodes.map((n) => [n.name, n.ips])) });
+    const tiers = view.clusterNetworkPolicies && new TierIndex(ix, view.clusterNetworkPolicies, nodes);
+    for (const p of [...ix.policies, ...(tiers?.policies ?? [])]) {
       const said = p.problems.join('; ');
-      if (said && this.reported.get(p.key) !== said) log.warn({ policy: p.key, problems: p.problems }, 'NetworkPolicy knit cannot express: its pods are isolated and none of its rules applied');
+      const what = 'tier' in p ? 'ClusterNetworkPolicy knit cannot read whole: each rule it cannot read fails closed (an Accept matches nothing, a Deny or Pass denies all)' : 'NetworkPolicy knit cannot express: its pods are isolated and none of its rules applied';
+      if (said && this.reported.get(p.key) !== said) log.warn({ policy: p.key, problems: p.problems }, what);
       if (said) this.reported.set(p.key, said);
       else this.reported.delete(p.key);
     }
     const rs = compileRuleset(ix, local);
+    if (tiers) compileTiers(tiers, local, rs);
     this.index = ix;
+    this.tiers = tiers;
+    this.nodeAddrs = new Set((nodes.find((n) => n.name === this.deps.nodeName)?.ips ?? []).map(canonical));
     this.counterOf.clear();
     for (const p of ix.policies) {
       for (const direction of ['ingress', 'egress'] as const) {
         if (!p[direction]) continue;
         this.counterOf.set(allowCounter(p.key, direction), { policy: p.key, direction, verdict: 'allowed' });
         this.counterOf.set(denyCounter(p.key, direction), { policy: p.key, direction, verdict: 'denied' });
+      }
+    }
+    for (const p of tiers?.policies ?? []) {
+      for (const direction of ['ingress', 'egress'] as const) {
+        for (const [action, verdict] of [['Accept', 'accepted'], ['Deny', 'denied'], ['Pass', 'passed']] as const) this.counterOf.set(tierCounter(p.key, direction, action), { policy: p.key, direction, verdict });
       }
     }
     for (const name of this.counterOf.keys()) if (!rs.counters.includes(name)) this.counterOf.delete(name);
@@ -267,7 +285,8 @@ export class PolicyController {
       for (const line of listed.split('\n')) {
         const flow = parseConntrack(line);
         if (!flow) continue;
-        if (forwardVerdict(rs, { src: flow.src, dst: flow.dst, proto: flow.proto, dport: flow.dport }) === 'accept') continue;
+        const pkt = { src: flow.src, dst: flow.dst, proto: flow.proto, dport: flow.dport };
+        if ((this.nodeAddrs.has(canonical(flow.dst)) ? localVerdict : forwardVerdict)(rs, pkt) === 'accept') continue;
         const args = ['-D', '-f', family, '-s', flow.src, '-d', flow.dst, '-p', String(flow.protoName)];
         if (flow.sport !== undefined && flow.dport !== undefined) args.push('--sport', String(flow.sport), '--dport', String(flow.dport));
         await conntrack(args).catch(() => undefined); // gone meanwhile
@@ -298,7 +317,8 @@ export class PolicyController {
     const fromIp = ipOf(q.from, 'from', other(q.to));
     const toIp = ipOf(q.to, 'to', familyOfText(fromIp));
     if (familyOfText(fromIp) !== familyOfText(toIp)) throw KnitError.invalid('to', `${toIp} is not of ${fromIp}'s family`);
-    const v = evaluate(ix, { src: fromIp, dst: toIp, protocol: q.protocol, ...(q.port !== undefined && { port: q.port }) });
+    const flow = { src: fromIp, dst: toIp, protocol: q.protocol, ...(q.port !== undefined && { port: q.port }) };
+    const v = this.tiers ? evaluateTiered(ix, this.tiers, [], flow) : evaluate(ix, flow);
     return { allowed: v.allowed, fromIp, toIp, egress: v.egress, ingress: v.ingress };
   };
 

@@ -101,6 +101,13 @@ export interface PolicyNode {
   ips: string[];
 }
 
+/** What a source adds to its view with ClusterNetworkPolicy on (absent: off). */
+export interface ClusterPolicyView {
+  clusterNetworkPolicies?: ClusterNetworkPolicy[];
+  /** Every node, for nodes peers. */
+  policyNodes?: PolicyNode[];
+}
+
 export const clusterPolicyKey = (name: string) => `cnp:${name}`;
 
 const ACTIONS = new Set<string>(['Accept', 'Deny', 'Pass']);

@@ -6,11 +6,14 @@
 // as it goes) and the kernel applies it whole or not at all: no packet sees a state between.
 import { tryParseIp, formatIp, type IpFamily } from '../ipam/ip.js';
 import { intervalText, type Box, boxText } from './boxes.js';
-import { allowCounter, denyCounter, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
+import { allowCounter, denyCounter, emptyMaps, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
+import { chainDeleteRank, isTierChain, tierChainRules, type TierChain } from './cluster-policy-nft.js';
 
 /** The base chain's name carries the layout's version: a knit that finds another rebuilds
- * the table whole, in one transaction. */
-export const BASE_CHAIN = 'forward1';
+ * the table whole, in one transaction. 2: the input chain and the local maps. */
+export const BASE_CHAIN = 'forward2';
+/** The base chain of pods' traffic to their own node (ClusterNetworkPolicy's egress there). */
+export const INPUT_CHAIN = 'input2';
 
 /** The table as the kernel holds it, in the compiler's terms. */
 export interface KernelPolicy {
@@ -33,7 +36,8 @@ function setDecl(name: string, s: { family: IpFamily; kind: 'addr' | 'concat' | 
 
 /** A group chain's rules: the node always reaches its pods; each allowing rule is one lookup;
  * what none allows is counted against each selecting policy and dropped. */
-export function chainRules(c: GroupChain): string[] {
+export function chainRules(c: GroupChain | TierChain): string[] {
+  if (isTierChain(c)) return tierChainRules(c);
   const ip = ipKw(c.family);
   const peer = c.direction === 'ingress' ? 'saddr' : 'daddr';
   const rules: string[] = [];
@@ -66,6 +70,17 @@ function baseRules(): string[] {
   ];
 }
 
+/** A pod's packets to its own node: replies and ND pass; the rest through its local chain. */
+function inputRules(): string[] {
+  return [
+    'type filter hook input priority filter; policy accept;',
+    'ct state established,related ct direction reply accept',
+    'icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, nd-redirect } accept',
+    'ip saddr vmap @local4',
+    'ip6 saddr vmap @local6',
+  ];
+}
+
 const selfSet = (f: IpFamily, addrs: string[]) => ({ family: f, kind: 'self' as const, elements: new Set(addrs.map((a) => `${a} . ${a}`)) });
 
 /** The compiler's ruleset in the kernel's shape (what a diff compares). */
@@ -76,7 +91,7 @@ export function wanted(r: PolicyRuleset): KernelPolicy {
 }
 
 export const emptyKernel = (): KernelPolicy => ({
-  base: false, sets: new Map(), maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() }, chains: new Set(), counters: new Set(),
+  base: false, sets: new Map(), maps: emptyMaps(), chains: new Set(), counters: new Set(),
 });
 
 /** The one transaction from `have` to `want`. Empty when nothing differs. A table without
@@ -93,7 +108,8 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     for (const [name, s] of want.sets) out.push(`\t${setDecl(name, s)}`);
     for (const m of MAP_NAMES) out.push(`\tmap ${m} { type ${addrType(m.endsWith('4') ? 4 : 6)} : verdict; }`);
     for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
-    out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}', '}');
+    out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}');
+    out.push(`\tchain ${INPUT_CHAIN} {`, ...inputRules().map((r) => `\t\t${r}`), '\t}', '}');
     for (const [name, s] of want.sets) if (s.elements.size) out.push(`add element ${T} ${name} { ${[...s.elements].join(', ')} }`);
     for (const m of MAP_NAMES) if (want.maps[m].size) out.push(`add element ${T} ${m} { ${[...want.maps[m]].map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
     return `${out.join('\n')}\n`;
@@ -119,7 +135,9 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (come.length) out.push(`add element ${T} ${m} { ${come.map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
   }
   // 5. What nothing uses any more: chains, then the sets and counters they used.
-  for (const name of have.chains) if (name !== BASE_CHAIN && !want.chains.has(name)) out.push(`delete chain ${T} ${name}`);
+  // A tier chain goes before the chains it goes to (the kernel refuses a chain still in use).
+  const goneChains = [...have.chains].filter((name) => name !== BASE_CHAIN && !want.chains.has(name));
+  for (const name of goneChains.sort((a, b) => chainDeleteRank(a) - chainDeleteRank(b))) out.push(`delete chain ${T} ${name}`);
   for (const name of have.sets.keys()) if (!want.sets.has(name)) out.push(`delete set ${T} ${name}`);
   for (const c of have.counters) if (!want.counters.has(c)) out.push(`delete counter ${T} ${c}`);
   return out.length ? `${out.join('\n')}\n` : '';
@@ -138,7 +156,7 @@ export function parseKernel(json: string): KernelPolicy {
   for (const o of objects) {
     if (o.chain) {
       if (o.chain.name === BASE_CHAIN) k.base = true;
-      else k.chains.add(o.chain.name);
+      else if (o.chain.name !== INPUT_CHAIN) k.chains.add(o.chain.name);
     } else if (o.counter) k.counters.add(o.counter.name);
     else if (o.map && MAP_NAMES.includes(o.map.name)) {
       for (const [key, verdict] of (o.map.elem ?? []) as [string, { jump?: { target: string } }][]) {
@@ -198,7 +216,7 @@ export function isolationChain(direction: GroupChain['direction'], family: IpFam
 export function heldWithChanges(have: KernelPolicy, keep: (ip: string) => boolean, isolate: string[]): PolicyRuleset {
   const rs: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
-    maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
+    maps: emptyMaps(),
     self: { 4: [], 6: [] }, counters: [...have.counters],
   };
   for (const [name, s] of have.sets) if (s.kind !== 'self') rs.sets.set(name, { family: s.family, kind: s.kind, elements: [...s.elements] });
