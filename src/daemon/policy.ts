@@ -48,7 +48,7 @@ export async function openPolicySource(settings: NetworkPolicySettings, cluster:
   }
   const { KubePolicies } = await import('./kube-policy.js');
   try {
-    return await KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log);
+    return await KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log, settings.clusterNetworkPolicies);
   } catch (err) {
     // No kubeconfig, no ServiceAccount: knit still serves, keeps the table it finds, and
     // isolates the pods that come (fail closed) rather than exit in a crash loop.

@@ -1,0 +1,153 @@
+// The network-policy-api conformance suite (sigs.k8s.io/network-policy-api's `conformance`
+// package, built by scripts/build-cnp-conformance.sh) against knit's cluster, as `npm run
+// conformance -- --suite cnp` runs it: its ClusterNetworkPolicy profile with the standard
+// channel's CRD and standard features, then with the experimental channel's CRD and every
+// experimental feature (named ports, nodes peers). Each run writes the suite's own report (the
+// YAML the project's conformance/reports hold) and the go test output; cnp.md sums both up.
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { CnpConformance } from '../fixtures/cnp-conformance.js';
+import { must } from '../fixtures/exec.js';
+
+export type Channel = 'standard' | 'experimental';
+export const CHANNELS: readonly Channel[] = ['standard', 'experimental'];
+/** The experimental features of the ClusterNetworkPolicy profile (conformance/utils/suite/features.go). */
+const EXPERIMENTAL_FEATURES = ['ClusterNetworkPolicyNamedPorts', 'ClusterNetworkPolicyEgressNodePeers'];
+
+export interface CnpTarget {
+  suite: CnpConformance;
+  kubectl: string;
+  kubeconfig: string;
+  /** knit's commit, for the report's implementation version. */
+  commit: string;
+}
+
+export interface CnpTest {
+  name: string;
+  state: 'passed' | 'failed' | 'skipped';
+  seconds: number;
+}
+
+export interface CnpRun {
+  channel: Channel;
+  tests: CnpTest[];
+  /** The profile's statistics as the suite's report states them. */
+  standard?: Statistics;
+  experimental?: Statistics;
+  seconds: number;
+  report: string;
+  log: string;
+}
+
+interface Statistics {
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+
+/** Why a test fails here that no change of knit's can make pass. */
+export const KNOWN_FAILURES: { pattern: RegExp; reason: string }[] = [
+  { pattern: /SCTP$/, reason: 'this kernel has no SCTP (CONFIG_IP_SCTP off): no SCTP socket opens, so no SCTP server listens and an allowed SCTP connection cannot succeed' },
+];
+
+/** `--- PASS: TestConformanceProfiles/CNPAdminTierGress (12.34s)` */
+const RESULT = /^\s*--- (PASS|FAIL|SKIP): TestConformanceProfiles\/(\S+) \(([\d.]+)s\)$/;
+
+let child: ReturnType<typeof spawn> | undefined;
+/** Ends a run in progress (an interrupted `npm run conformance`). */
+export function abortCnp(): void {
+  if (child?.pid) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+}
+
+/** Applies the channel's CRD and runs the profile; `progress` gets a line per finished test. */
+export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: { results: string; logs: string }, progress: (line: string) => void): Promise<CnpRun> {
+  const env = { ...process.env, KUBECONFIG: target.kubeconfig };
+  await must(target.kubectl, ['apply', '--server-side', '--force-conflicts', '-f', target.suite.crds[channel]], { env });
+  await must(target.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io'], { env });
+  const report = path.join(dirs.results, `cnp-${channel}.yaml`);
+  const logFile = path.join(dirs.logs, `cnp-${channel}.log`);
+  const argv = [
+    '-test.run', '^TestConformanceProfiles$',
+    '-test.v',
+    '-test.timeout', '60m',
+    '--conformance-profiles=ClusterNetworkPolicy',
+    ...(channel === 'experimental' ? [`--supported-features=${EXPERIMENTAL_FEATURES.join(',')}`] : []),
+    // The standard run leaves its namespaces and pods for the experimental one.
+    `--cleanup-base-resources=${channel === 'experimental'}`,
+    '--organization=knit',
+    '--project=knit',
+    '--url=unpublished',
+    `--version=${target.commit}`,
+    '--contact=knit maintainers',
+    `--additional-info=npm run conformance -- --suite cnp (test/conformance/cnp.ts), ${channel} channel, on this repository's two-node test cluster`,
+    `--report-output=${report}`,
+  ];
+  const started = Date.now();
+  const out = createWriteStream(logFile);
+  // Its working dir holds nothing it reads: the manifests are embedded in the binary.
+  child = spawn(target.suite.conformanceTest, argv, { cwd: dirs.logs, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  child.stderr!.pipe(out, { end: false });
+  const tests: CnpTest[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    out.write(`${line}\n`);
+    const m = RESULT.exec(line);
+    if (!m) return;
+    const state = m[1] === 'PASS' ? 'passed' : m[1] === 'FAIL' ? 'failed' : 'skipped';
+    tests.push({ name: m[2]!, state, seconds: Number(m[3]) });
+    progress(`cnp ${channel} ${state.padEnd(7)} ${Number(m[3]).toFixed(1).padStart(6)} s  ${m[2]}`);
+  });
+  await new Promise<number | null>((resolve) => child!.once('close', resolve));
+  child = undefined;
+  out.end();
+  if (!existsSync(report)) throw new Error(`the ${channel} run wrote no report (${report}); its output: ${logFile}`);
+  const text = readFileSync(report, 'utf8');
+  return { channel, tests, ...statistics(text), seconds: (Date.now() - started) / 1000, report, log: logFile };
+}
+
+/** The profile's standard and experimental statistics from the report (YAML the suite writes
+ * with sigs.k8s.io/yaml: two-space indents, keys in order). */
+export function statistics(report: string): Pick<CnpRun, 'standard' | 'experimental'> {
+  const section = (name: 'standard' | 'experimental'): Statistics | undefined => {
+    const m = new RegExp(`^    ${name}:\\n(?:      .*\\n)*?      statistics:\\n        Failed: (\\d+)\\n        Passed: (\\d+)\\n        Skipped: (\\d+)`, 'm').exec(report);
+    return m ? { failed: Number(m[1]), passed: Number(m[2]), skipped: Number(m[3]) } : undefined;
+  };
+  const standard = section('standard');
+  const experimental = section('experimental');
+  return { ...(standard && { standard }), ...(experimental && { experimental }) };
+}
+
+const EXPERIMENTAL_TEST = /NamedPort|NodePeers/;
+
+/** cnp.md: both runs' counts against the bar, each failure with its reason if known. */
+export function cnpMarkdown(runs: CnpRun[], header: string): string {
+  const stat = (s: Statistics | undefined) => (s ? `${s.passed} | ${s.failed} | ${s.skipped}` : '– | – | –');
+  const minutes = (s: number) => `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  const rows = runs.flatMap((r) => [
+    `| ${r.channel} CRD | standard | ${stat(r.standard)} | ${minutes(r.seconds)} |`,
+    ...(r.channel === 'experimental' ? [`| ${r.channel} CRD | experimental | ${stat(r.experimental)} | |`] : []),
+  ]);
+  const failures = runs.flatMap((r) => {
+    const failed = r.tests.filter((t) => t.state === 'failed');
+    if (!failed.length) return [];
+    return ['', `Failed in the ${r.channel} run:`, ...failed.map((t) => `- ${t.name}${EXPERIMENTAL_TEST.test(t.name) ? ' (experimental)' : ''}: ${KNOWN_FAILURES.find((k) => k.pattern.test(t.name))?.reason ?? `see cnp-${r.channel}.log`}`)];
+  });
+  return [
+    header,
+    '',
+    '| CRD | tests | passed | failed | skipped | duration |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    ...failures,
+    '',
+    'The suite\'s own reports: `cnp-standard.yaml`, `cnp-experimental.yaml` (beside this file).',
+    '',
+  ].join('\n');
+}
