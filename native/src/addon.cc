@@ -14,6 +14,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   knit::InitSpawnBindings(env, exports);
   knit::InitPacketTapsBindings(env, exports);
   knit::InitProcSysBindings(env, exports);
+  knit::InitNflogBindings(env, exports);
   knit::Handle::Init(env, exports);
   return exports;
 }

@@ -12,5 +12,6 @@ void InitDescribeBindings(Napi::Env env, Napi::Object exports);  // nl/describe_
 void InitSpawnBindings(Napi::Env env, Napi::Object exports);     // child_exec_js.cc
 void InitPacketTapsBindings(Napi::Env env, Napi::Object exports);  // packet_taps_js.cc
 void InitProcSysBindings(Napi::Env env, Napi::Object exports);     // proc_sys.cc
+void InitNflogBindings(Napi::Env env, Napi::Object exports);       // nflog_js.cc
 
 }  // namespace knit

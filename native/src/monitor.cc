@@ -14,8 +14,7 @@
 
 #include <cstring>
 
-#include "netns.h"
-#include "ns_thread.h"
+#include "netlink_reader.h"
 
 namespace knit {
 namespace {
@@ -103,25 +102,9 @@ void ParseRtnl(const char* buf, size_t len, std::vector<RtEvent>* out) {
 
 int RtMonitor::Open(const std::string& nsPath, unsigned groups, int rcvbufBytes, std::unique_ptr<RtMonitor>* out,
                     OpError* err) {
-  int nsfd = -1;
-  if (!nsPath.empty()) {
-    nsfd = OpenNetns(nsPath, err);
-    if (nsfd < 0) return nsfd;
-  }
-  int sock = -1;
-  int rc = RunInNetns(nsfd, [&] {
-    sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    return sock < 0 ? -errno : 0;
-  });
-  if (nsfd >= 0) close(nsfd);
-  std::string where = nsPath.empty() ? "the daemon's netns" : nsPath;
-  if (rc < 0) return Fail(err, -rc, "open rtnetlink monitor socket in " + where);
-
-  int size = rcvbufBytes > 0 ? rcvbufBytes : kDefaultRcvbuf;
-  // FORCE (CAP_NET_ADMIN) may exceed net.core.rmem_max; without the capability, ask politely.
-  if (setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0) {
-    setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-  }
+  int sock = OpenNetlinkIn(nsPath, NETLINK_ROUTE, rcvbufBytes > 0 ? rcvbufBytes : kDefaultRcvbuf, "rtnetlink monitor", err);
+  if (sock < 0) return sock;
+  std::string where = NetnsName(nsPath);
   struct sockaddr_nl addr = {};
   addr.nl_family = AF_NETLINK;
   if (groups & kGroupLink) addr.nl_groups |= RTMGRP_LINK;
@@ -201,40 +184,8 @@ void RtMonitor::Run() {
     if (!fds[1].revents) continue;
 
     std::vector<RtEvent> batch;
-    bool fatal = false;
-    while (batch.size() < kMaxBatch && !fatal) {
-      struct sockaddr_nl from = {};
-      struct iovec iov = {buf.data(), buf.size()};
-      struct msghdr msg = {};
-      msg.msg_name = &from;
-      msg.msg_namelen = sizeof(from);
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      ssize_t n = recvmsg(sock_, &msg, MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) break;
-        RtEvent e;
-        if (errno == ENOBUFS) {
-          e.type = RtEvent::kOverrun;  // the kernel dropped events; the socket carries on
-        } else {
-          e.type = RtEvent::kError;
-          e.err = errno;
-          fatal = true;
-        }
-        batch.push_back(std::move(e));
-        continue;
-      }
-      // Only the kernel (port 0) speaks for the namespace; anything else is not an event.
-      if (from.nl_pid != 0) continue;
-      if (msg.msg_flags & MSG_TRUNC) {
-        RtEvent e;
-        e.type = RtEvent::kOverrun;  // a message larger than our buffer: lost, like an overrun
-        batch.push_back(std::move(e));
-        continue;
-      }
-      ParseRtnl(buf.data(), static_cast<size_t>(n), &batch);
-    }
+    // Only the kernel speaks for the namespace; the kernel's ENOBUFS is an overrun.
+    bool fatal = !DrainNetlink(sock_, &buf, kMaxBatch, &batch, [&](const char* data, size_t n) { ParseRtnl(data, n, &batch); });
     if (!batch.empty()) sink_(std::move(batch));
     if (fatal) return;
   }

@@ -206,6 +206,24 @@ const literalPodSchema = z.strictObject({
   ports: z.array(z.strictObject({ name: z.string().min(1).max(15), port: z.number().int().min(1).max(65535), protocol: z.enum(['TCP', 'UDP', 'SCTP']).default('TCP') })).default([]),
 });
 
+/** Denied packets logged as JSON lines (docs/network-policy.md, "Denied flows in a log"):
+ * nftables' `log group` on each deny path, behind one shared rate limit, read through
+ * nfnetlink_log. `true` takes every default. */
+const logDeniedSchema = z.union([
+  z.literal(true).transform((): { group: number; rate: string; burst: number; file?: string } => ({ group: 100, rate: '10/second', burst: 20 })),
+  z.strictObject({
+    /** The nflog group knit binds (one socket per group and netns). */
+    group: z.number().int().min(0).max(65535).default(100),
+    /** At most this many packets a second, minute, hour or day are logged, the node's
+     * denied packets together (nft `limit rate`); the rest are dropped unlogged. */
+    rate: z.string().regex(/^[1-9][0-9]{0,8}\/(second|minute|hour|day)$/, 'must be "<n>/second" (or minute, hour, day)').default('10/second'),
+    /** Packets logged at once beyond the rate. */
+    burst: z.number().int().min(1).max(100_000).default(20),
+    /** Append the lines to this file; without it they go to knit's log. */
+    file: absolutePath.optional(),
+  }),
+]);
+
 /** NetworkPolicy enforced by knit (docs/network-policy.md). Off unless this block is present;
  * its code (and, with the API as source, src/kube) is loaded only then. */
 const networkPolicySchema = z.strictObject({
@@ -217,9 +235,10 @@ const networkPolicySchema = z.strictObject({
   kubeconfig: absolutePath.optional(),
   /** ClusterNetworkPolicy (policy.networking.k8s.io/v1beta1) as well: its Admin tier before
    * NetworkPolicy, its Baseline tier after (docs/network-policy.md, "ClusterNetworkPolicy").
-   * From the API it needs the CRD (deploy/crd-clusternetworkpolicies.yaml) and RBAC on
-   * clusternetworkpolicies and nodes (deploy/rbac.yaml). */
+   * From the API it needs the CRD of sigs.k8s.io/network-policy-api, installed by the user,
+   * and RBAC on clusternetworkpolicies and nodes (deploy/rbac.yaml). */
   clusterNetworkPolicies: z.boolean().optional(),
+  logDenied: logDeniedSchema.optional(),
   /** The cluster's pods, namespaces and policies, literally: with it knit never asks the API
    * (tests, and trying policy without Kubernetes). A config reload applies a new list. */
   literal: z

@@ -67,6 +67,8 @@ export interface PolicyDeps {
   nodeName: string;
   records: () => Iterable<SandboxRecord>;
   metrics?: KnitMetrics;
+  /** networkPolicy.logDenied: each chain's drop logs to nflog, read into JSON lines. */
+  logDenied?: NetworkPolicySettings['logDenied'];
 }
 
 export class PolicyController {
@@ -96,6 +98,7 @@ export class PolicyController {
   private counterValues = new Map<string, number>();
   /** When the first change of the pass to come arrived (for the apply histogram). */
   private changedAt = 0;
+  private deniedLog: { close(): Promise<void> } | undefined;
 
   constructor(private readonly deps: PolicyDeps) {
     const m = deps.metrics;
@@ -124,6 +127,16 @@ export class PolicyController {
       if (admit) this.local.set(rec.sandboxId, { namespace: admit.namespace, name: admit.name, ips: admit.ips, seen: 'unknown' });
     }
     this.kernel = await this.read();
+    if (this.deps.logDenied) {
+      const { DeniedLog } = await import('./policy-denied-log.js');
+      this.deniedLog = DeniedLog.open(this.deps.logDenied, this.deps.log, {
+        ruleset: () => this.last,
+        podAt: (ip) => {
+          const pod = this.index?.podAt(ip);
+          return pod && `${pod.namespace}/${pod.name}`;
+        },
+      });
+    }
     const { source } = this.deps;
     source.onChange(() => this.schedule());
     source.start();
@@ -142,6 +155,7 @@ export class PolicyController {
     clearInterval(this.resync);
     await this.deps.source.stop();
     await this.running;
+    await this.deniedLog?.close();
   }
 
   /** The action runner's policy steps (DaemonActionRunner.policy). Before start (the
@@ -236,7 +250,7 @@ export class PolicyController {
       if (said) this.reported.set(p.key, said);
       else this.reported.delete(p.key);
     }
-    const rs = compileRuleset(ix, local);
+    const rs = compileRuleset(ix, local, this.deps.logDenied);
     if (tiers) compileTiers(tiers, local, rs);
     this.index = ix;
     this.tiers = tiers;
@@ -285,8 +299,11 @@ export class PolicyController {
       for (const line of listed.split('\n')) {
         const flow = parseConntrack(line);
         if (!flow) continue;
-        const pkt = { src: flow.src, dst: flow.dst, proto: flow.proto, dport: flow.dport };
-        if ((this.nodeAddrs.has(canonical(flow.dst)) ? localVerdict : forwardVerdict)(rs, pkt) === 'accept') continue;
+        // As the hooks saw it: after any DNAT, so a Service flow is judged on its backend (the
+        // reply's source), as the table judges its packets; to this node's own address, by the
+        // input hook's maps.
+        const pkt = { src: flow.src, dst: flow.replySrc, proto: flow.proto, dport: flow.replySport };
+        if ((this.nodeAddrs.has(canonical(pkt.dst)) ? localVerdict : forwardVerdict)(rs, pkt) === 'accept') continue;
         const args = ['-D', '-f', family, '-s', flow.src, '-d', flow.dst, '-p', String(flow.protoName)];
         if (flow.sport !== undefined && flow.dport !== undefined) args.push('--sport', String(flow.sport), '--dport', String(flow.dport));
         await conntrack(args).catch(() => undefined); // gone meanwhile
@@ -330,17 +347,33 @@ export class PolicyController {
 
 const PROTO_NUMBERS: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, icmp: 1, icmpv6: 58 };
 
-/** One line of `conntrack -L`: the original direction's tuple. */
-export function parseConntrack(line: string): { protoName: string; proto: number; src: string; dst: string; sport?: number; dport?: number } | undefined {
+export interface ConntrackFlow {
+  protoName: string;
+  proto: number;
+  /** The original direction's tuple (what `conntrack -D` names). */
+  src: string;
+  dst: string;
+  sport?: number;
+  dport?: number;
+  /** The reply's source and source port: the original destination after any DNAT. */
+  replySrc: string;
+  replySport?: number;
+}
+
+/** One line of `conntrack -L`: the original direction's tuple, then the reply's. */
+export function parseConntrack(line: string): ConntrackFlow | undefined {
   const m = /^(\S+)\s+(\d+)\s/.exec(line);
   if (!m) return undefined;
-  const field = (k: string) => new RegExp(`\\b${k}=(\\S+)`).exec(line)?.[1];
-  const src = field('src');
-  const dst = field('dst');
-  if (!src || !dst) return undefined;
-  const sport = field('sport');
-  const dport = field('dport');
-  return { protoName: m[1]!, proto: PROTO_NUMBERS[m[1]!] ?? Number(m[2]), src, dst, ...(sport && { sport: Number(sport) }), ...(dport && { dport: Number(dport) }) };
+  const fields = (k: string) => [...line.matchAll(new RegExp(`\\b${k}=(\\S+)`, 'g'))].map((x) => x[1]!);
+  const [src, replySrc] = fields('src');
+  const [dst] = fields('dst');
+  if (!src || !dst || !replySrc) return undefined;
+  const [sport, replySport] = fields('sport');
+  const [dport] = fields('dport');
+  return {
+    protoName: m[1]!, proto: PROTO_NUMBERS[m[1]!] ?? Number(m[2]), src, dst, replySrc,
+    ...(sport && { sport: Number(sport) }), ...(dport && { dport: Number(dport) }), ...(replySport && { replySport: Number(replySport) }),
+  };
 }
 
 function conntrack(args: string[]): Promise<string> {

@@ -406,6 +406,7 @@ async function openPolicy(config: KnitConfig, runner: DaemonActionRunner, record
     nodeName: cluster ? (await cluster.status()).node : clusterNodeName(config.cluster ?? { clusterCIDRs: [], serviceCIDRs: [] }),
     records: () => records.values(),
     metrics,
+    ...(settings.logDenied && { logDenied: settings.logDenied }),
   });
   runner.policy = controller.handle;
   return controller;

@@ -38,6 +38,24 @@ export interface GroupChain {
   rules: ChainRule[];
   /** The selecting policies, for the denied counters. */
   policies: string[];
+  /** Denied packets logged (networkPolicy.logDenied): to this nflog group, through this
+   * table-wide limit (a named limit object). Part of the chain's content, so of its name. */
+  log?: { group: number; limit: string };
+}
+
+/** networkPolicy.logDenied, as the compiler takes it. */
+export interface DeniedLogSettings {
+  group: number;
+  /** nft's "<n>/second" (or minute, hour, day). */
+  rate: string;
+  burst: number;
+}
+
+/** The named limit object that logging goes through: named after its rate, so a new rate is
+ * a new object (and new chains), never an object changed in place. */
+export function deniedLimit(s: DeniedLogSettings): { name: string; spec: string } {
+  const spec = `rate ${s.rate} burst ${s.burst} packets`;
+  return { name: `l_${shortHash(spec)}`, spec };
 }
 
 /** in/out: the forward hook's maps, by destination and by source. local: a pod's egress to
@@ -56,6 +74,8 @@ export interface PolicyRuleset {
   self: Record<IpFamily, string[]>;
   /** Named counters: allowed and denied per policy and direction. */
   counters: string[];
+  /** Named limit objects (name → nft spec): the denied log's rate. */
+  limits: Map<string, string>;
 }
 
 export const shortHash = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
@@ -70,13 +90,15 @@ const mapOf = (d: Direction, f: IpFamily): MapName => `${d === 'ingress' ? 'in' 
  * policy (fail closed), until its labels are known. */
 export type LocalPod = PolicyPod & { unknown?: boolean };
 
-/** `local`: the pods this node enforces (its own, with the addresses knit gave them). */
-export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset {
+/** `local`: the pods this node enforces (its own, with the addresses knit gave them);
+ * `logDenied`: what each chain's drop logs. */
+export function compileRuleset(ix: ViewIndex, local: LocalPod[], logDenied?: DeniedLogSettings): PolicyRuleset {
   const out: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
     maps: emptyMaps(),
-    self: { 4: [], 6: [] }, counters: [],
+    self: { 4: [], 6: [] }, counters: [], limits: new Map(),
   };
+  const limit = logDenied && deniedLimit(logDenied);
   const counters = new Set<string>();
   const peerCache = new Map<string, PolicyPod[]>();
   const peersOf: PeersOf = (p, peer, where) => {
@@ -118,7 +140,8 @@ export function compileRuleset(ix: ViewIndex, local: LocalPod[]): PolicyRuleset 
             rules.push({ policy: p.key, rule: r.index, set: name, lookup: kind });
           }
         }
-        const chain: GroupChain = { direction: d, family, rules, policies: selecting.map((p) => p.key) };
+        const chain: GroupChain = { direction: d, family, rules, policies: selecting.map((p) => p.key), ...(limit && { log: { group: logDenied!.group, limit: limit.name } }) };
+        if (limit) out.limits.set(limit.name, limit.spec);
         const name = `g${d[0]}${family}_${shortHash(JSON.stringify(chain))}`;
         out.chains.set(name, chain);
         for (const a of addrs) out.maps[mapOf(d, family)].set(formatIp(a!), name);

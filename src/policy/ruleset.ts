@@ -22,6 +22,7 @@ export interface KernelPolicy {
   maps: Record<MapName, Map<string, string>>;
   chains: Set<string>;
   counters: Set<string>;
+  limits: Set<string>;
 }
 
 const ipKw = (f: IpFamily) => (f === 4 ? 'ip' : 'ip6');
@@ -35,8 +36,10 @@ function setDecl(name: string, s: { family: IpFamily; kind: 'addr' | 'concat' | 
 }
 
 /** A group chain's rules: the node always reaches its pods; each allowing rule is one lookup;
- * what none allows is counted against each selecting policy and dropped. */
-export function chainRules(c: GroupChain | TierChain): string[] {
+ * what none allows is counted against each selecting policy, logged (within the rate, with
+ * the chain's name as prefix: the log's reader finds the policies by it) and dropped. A tier
+ * chain's rules are cluster-policy-nft.ts's. */
+export function chainRules(name: string, c: GroupChain | TierChain): string[] {
   if (isTierChain(c)) return tierChainRules(c);
   const ip = ipKw(c.family);
   const peer = c.direction === 'ingress' ? 'saddr' : 'daddr';
@@ -49,6 +52,7 @@ export function chainRules(c: GroupChain | TierChain): string[] {
     else rules.push(`${ip} ${peer} . meta l4proto . th dport @${r.set} ${counter} return`);
   }
   for (const p of c.policies) rules.push(`counter name "${denyCounter(p, c.direction)}"`);
+  if (c.log) rules.push(`limit name "${c.log.limit}" log prefix "${name}" group ${c.log.group}`);
   rules.push('drop');
   return rules;
 }
@@ -87,11 +91,11 @@ const selfSet = (f: IpFamily, addrs: string[]) => ({ family: f, kind: 'self' as 
 export function wanted(r: PolicyRuleset): KernelPolicy {
   const sets: KernelPolicy['sets'] = new Map([['self4', selfSet(4, r.self[4])], ['self6', selfSet(6, r.self[6])]]);
   for (const [name, s] of r.sets) sets.set(name, { family: s.family, kind: s.kind, elements: new Set(s.elements) });
-  return { base: true, sets, maps: r.maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters) };
+  return { base: true, sets, maps: r.maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters), limits: new Set(r.limits.keys()) };
 }
 
 export const emptyKernel = (): KernelPolicy => ({
-  base: false, sets: new Map(), maps: emptyMaps(), chains: new Set(), counters: new Set(),
+  base: false, sets: new Map(), maps: emptyMaps(), chains: new Set(), counters: new Set(), limits: new Set(),
 });
 
 /** The one transaction from `have` to `want`. Empty when nothing differs. A table without
@@ -105,17 +109,19 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     // A first start, or a table of another layout: replaced whole, atomically.
     out.push(`table ${T}`, `delete table ${T}`, `table ${T} {`);
     for (const c of want.counters) out.push(`\tcounter ${c} { }`);
+    for (const [name, spec] of wantRs.limits) out.push(`\tlimit ${name} { ${spec} }`);
     for (const [name, s] of want.sets) out.push(`\t${setDecl(name, s)}`);
     for (const m of MAP_NAMES) out.push(`\tmap ${m} { type ${addrType(m.endsWith('4') ? 4 : 6)} : verdict; }`);
-    for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
+    for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
     out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}');
     out.push(`\tchain ${INPUT_CHAIN} {`, ...inputRules().map((r) => `\t\t${r}`), '\t}', '}');
     for (const [name, s] of want.sets) if (s.elements.size) out.push(`add element ${T} ${name} { ${[...s.elements].join(', ')} }`);
     for (const m of MAP_NAMES) if (want.maps[m].size) out.push(`add element ${T} ${m} { ${[...want.maps[m]].map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
     return `${out.join('\n')}\n`;
   }
-  // 1. New counters and sets; a set whose family or kind changed has another name already.
+  // 1. New counters, limits and sets; a set whose family or kind changed has another name already.
   for (const c of want.counters) if (!have.counters.has(c)) out.push(`add counter ${T} ${c}`);
+  for (const [name, spec] of wantRs.limits) if (!have.limits.has(name)) out.push(`add limit ${T} ${name} { ${spec} }`);
   for (const [name, s] of want.sets) if (!have.sets.has(name)) out.push(`add ${setDecl(name, s).replace(/^set /, `set ${T} `)}`);
   // 2. Elements: what goes first (a disjoint cover may be cut differently now), then what comes.
   for (const [name, s] of want.sets) {
@@ -126,7 +132,7 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (come.length) out.push(`add element ${T} ${name} { ${come.join(', ')} }`);
   }
   // 3. New chains, whole.
-  for (const name of want.chains) if (!have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
+  for (const name of want.chains) if (!have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
   // 4. The maps: a pod that moves to another chain is deleted and added in this same step.
   for (const m of MAP_NAMES) {
     const gone = [...have.maps[m]].filter(([a, c]) => want.maps[m].get(a) !== c).map(([a]) => a);
@@ -134,12 +140,13 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (gone.length) out.push(`delete element ${T} ${m} { ${gone.join(', ')} }`);
     if (come.length) out.push(`add element ${T} ${m} { ${come.map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
   }
-  // 5. What nothing uses any more: chains, then the sets and counters they used.
+  // 5. What nothing uses any more: chains, then the sets, counters and limits they used.
   // A tier chain goes before the chains it goes to (the kernel refuses a chain still in use).
   const goneChains = [...have.chains].filter((name) => name !== BASE_CHAIN && !want.chains.has(name));
   for (const name of goneChains.sort((a, b) => chainDeleteRank(a) - chainDeleteRank(b))) out.push(`delete chain ${T} ${name}`);
   for (const name of have.sets.keys()) if (!want.sets.has(name)) out.push(`delete set ${T} ${name}`);
   for (const c of have.counters) if (!want.counters.has(c)) out.push(`delete counter ${T} ${c}`);
+  for (const l of have.limits) if (!want.limits.has(l)) out.push(`delete limit ${T} ${l}`);
   return out.length ? `${out.join('\n')}\n` : '';
 }
 
@@ -158,6 +165,7 @@ export function parseKernel(json: string): KernelPolicy {
       if (o.chain.name === BASE_CHAIN) k.base = true;
       else if (o.chain.name !== INPUT_CHAIN) k.chains.add(o.chain.name);
     } else if (o.counter) k.counters.add(o.counter.name);
+    else if (o.limit) k.limits.add(o.limit.name);
     else if (o.map && MAP_NAMES.includes(o.map.name)) {
       for (const [key, verdict] of (o.map.elem ?? []) as [string, { jump?: { target: string } }][]) {
         if (verdict.jump) k.maps[o.map.name as MapName].set(formatIp(tryParseIp(key)!), verdict.jump.target);
@@ -218,6 +226,8 @@ export function heldWithChanges(have: KernelPolicy, keep: (ip: string) => boolea
     sets: new Map(), chains: new Map(),
     maps: emptyMaps(),
     self: { 4: [], 6: [] }, counters: [...have.counters],
+    // Kept as they are: the chains that use them stay (their spec is never written again).
+    limits: new Map([...have.limits].map((name) => [name, ''])),
   };
   for (const [name, s] of have.sets) if (s.kind !== 'self') rs.sets.set(name, { family: s.family, kind: s.kind, elements: [...s.elements] });
   // Chains the kernel holds stay as they are (their content is their name).

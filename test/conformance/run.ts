@@ -4,7 +4,7 @@
 // dir, ginkgo's JSON report, the full output and the framework's dumps of failed specs'
 // namespaces in the log dir, and a result to summarise.
 import { spawn } from 'node:child_process';
-import { copyFileSync, createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { run } from '../fixtures/exec.js';
@@ -115,7 +115,10 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
   const started = Date.now();
   const out = createWriteStream(logFile);
   // A process group of its own: ginkgo and its e2e.test processes end together (abortRuns).
-  const child = spawn(target.ginkgo, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: target.kubeconfig }, detached: true });
+  // The e2e framework leaves a kubeconfig dir (test-kuberc*) in $TMPDIR for every spec that
+  // execs through kubectl: a private one, removed with the run, keeps them off the machine's /tmp.
+  const tmp = mkdtempSync(path.join(dirs.logs, 'tmp-'));
+  const child = spawn(target.ginkgo, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: target.kubeconfig, TMPDIR: tmp }, detached: true });
   running.add(child.pid!);
   child.stderr.pipe(out, { end: false });
   // Each spec's block starts with a separator; its name line and its outcome line come in
@@ -147,6 +150,7 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   running.delete(child.pid!);
+  rmSync(tmp, { recursive: true, force: true });
   out.end();
   const junit = path.join(dirs.results, `junit_${suite.name}.xml`);
   try {

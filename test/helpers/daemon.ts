@@ -167,7 +167,13 @@ export async function startDaemon(o: DaemonOptions, env?: Record<string, string>
   const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${o.prefix}-`));
   const configPath = path.join(dir, 'config.json');
   writeFileSync(configPath, JSON.stringify(daemonConfig(o, dir), null, 2));
-  return launch(o, dir, configPath, env);
+  try {
+    return await launch(o, dir, configPath, env);
+  } catch (err) {
+    // A daemon that never came up leaves no Daemon for the caller's cleanup: its dir goes here.
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** Links in the host netns whose name starts with one of the prefixes. */

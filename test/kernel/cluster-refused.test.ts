@@ -61,7 +61,7 @@ test('cluster.nodes whose blocks overlap, or that share an InternalIP, is refuse
   const { f, n1, d, pod } = await nodeWithPod(t, 'crc');
   const [, n2] = f.nodes;
   t.is(routeTo(n1.ns, n2!.pod4)?.gateway, n2!.ip4, 'node 2 is routed');
-  const rejected = async (key: string) => eventually(() => logged(d, /^config reload rejected/).find((l) => l.err.includes(key)), `the reload rejected naming ${key}`);
+  const rejected = async (key: string) => eventually(() => logged(d, /^config reload rejected/).find((l) => l.err.includes(key)), `the reload rejected naming ${key}`, 60_000); // a reload under a loaded machine can take more than the default 10 s
 
   // Half of node 1's block, claimed by another entry.
   writeNodes(d, (nodes) => (nodes.n9 = { podCIDRs: [`10.${SEG}.1.0/25`], internalIPs: [`192.168.${SEG}.9`] }));

@@ -259,6 +259,16 @@ test('Service traffic is judged on the backend pod after a DNAT like kube-proxy\
   sh(s.node, 'sysctl', '-qw', `net.ipv4.conf.${s.P.replace(/-/g, '')}br.forwarding=1`);
   t.is(tcpHello(c.ns, '10.96.7.7', 80), `from ${c.ip}`, 'y/c through the Service: allowed by a\'s policy');
   t.is(tcpHello(b.ns, '10.96.7.7', 80), '', 'x/b through the Service: denied, as to a itself');
+  // A change that denies an established stream through the Service: its conntrack entry
+  // (original tuple to the ClusterIP, reply from the backend) goes too.
+  const stream = tcpEchoStream(t, c.ns, '10.96.7.7', 80);
+  await eventually(() => stream.echoed() > 5, 'the stream through the Service runs', 30_000);
+  const established = () => sh(s.node, 'conntrack', '-L', '-s', c.ip, '-d', '10.96.7.7', '-p', 'tcp', '--dport', '80');
+  t.regex(established(), /ESTABLISHED/);
+  await s.reload({ ...xOnlyFromY, policies: [{ metadata: { namespace: 'x', name: 'a-from-y' }, spec: { podSelector: { matchLabels: { app: 'a' } }, ingress: [] } }] });
+  await until(async () => tcpHello(c.ns, '10.96.7.7', 80) === '', 'a new connection through the Service refused', 60_000);
+  stream.stop();
+  t.notRegex(established(), /ESTABLISHED/, 'no established conntrack entry of the denied Service flow is left');
 });
 
 test('kill -9 between the admit and the rest of the attach: the start-up repair takes the pod out of the table; a detach does too', async (t) => {

@@ -35,11 +35,14 @@ test('what the informer keeps of a Pod: labels, addresses, node, hostNetwork, ph
   t.true(podOf(podKept({ ...pod, spec: { ...pod.spec, hostNetwork: true } } as never)).hostNetwork);
 });
 
-test('a conntrack line: the original direction\'s tuple', (t) => {
+test('a conntrack line: the original direction\'s tuple, and the reply\'s source (the destination after a DNAT)', (t) => {
   t.deepEqual(parseConntrack('tcp      6 431999 ESTABLISHED src=10.0.0.3 dst=10.0.0.2 sport=43210 dport=8080 src=10.0.0.2 dst=10.0.0.3 sport=8080 dport=43210 [ASSURED] mark=0 use=1'),
-    { protoName: 'tcp', proto: 6, src: '10.0.0.3', dst: '10.0.0.2', sport: 43210, dport: 8080 });
+    { protoName: 'tcp', proto: 6, src: '10.0.0.3', dst: '10.0.0.2', sport: 43210, dport: 8080, replySrc: '10.0.0.2', replySport: 8080 });
+  // Through a Service: the ClusterIP in the original tuple, the backend pod in the reply.
+  t.deepEqual(parseConntrack('tcp      6 299 ESTABLISHED src=10.0.0.3 dst=10.96.7.7 sport=41872 dport=80 src=10.0.0.2 dst=10.0.0.3 sport=8080 dport=41872 [ASSURED] mark=0 use=1'),
+    { protoName: 'tcp', proto: 6, src: '10.0.0.3', dst: '10.96.7.7', sport: 41872, dport: 80, replySrc: '10.0.0.2', replySport: 8080 });
   t.deepEqual(parseConntrack('icmp     1 29 src=10.0.0.3 dst=10.0.0.2 type=8 code=0 id=7 src=10.0.0.2 dst=10.0.0.3 type=0 code=0 id=7 mark=0 use=1'),
-    { protoName: 'icmp', proto: 1, src: '10.0.0.3', dst: '10.0.0.2' });
+    { protoName: 'icmp', proto: 1, src: '10.0.0.3', dst: '10.0.0.2', replySrc: '10.0.0.2' });
   t.is(parseConntrack('conntrack v1.4.7 (conntrack-tools): 2 flow entries have been shown.'), undefined);
 });
 
