@@ -105,7 +105,9 @@ export class KubePolicies implements PolicySource {
   static async open(kubeconfig: string | undefined, log: Logger, clusterPolicies = false): Promise<KubePolicies> {
     const { Informer, KubeClient, loadKubeAccess } = await import('../kube/index.js');
     const access = loadKubeAccess({ ...(kubeconfig && { kubeconfig }) });
-    const client = new KubeClient(access, { userAgent: 'knit/network-policy' });
+    // A connection per watch (pods, namespaces, networkpolicies; with ClusterNetworkPolicy
+    // clusternetworkpolicies and nodes too) and one for the pods looked up at an admit.
+    const client = new KubeClient(access, { userAgent: 'knit/network-policy', connections: (clusterPolicies ? 5 : 3) + 1 });
     return new KubePolicies(
       access.source,
       client,

@@ -278,7 +278,7 @@ export class PolicyController {
     this.last = rs;
     // Only a change that takes something away can deny a flow that was allowed: a pass that
     // only adds allowed elements lists no conntrack table.
-    if (tx && /^(delete element|add element inet \S+ (in|out)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
+    if (tx && /^(delete element|add element inet \S+ (in|out|local)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
   }
 
   private async read(): Promise<KernelPolicy> {

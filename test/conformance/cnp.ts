@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { parse } from 'yaml';
 import type { CnpConformance } from '../fixtures/cnp-conformance.js';
 import { must } from '../fixtures/exec.js';
 
@@ -52,8 +53,9 @@ export const KNOWN_FAILURES: { pattern: RegExp; reason: string }[] = [
   { pattern: /SCTP$/, reason: 'this kernel has no SCTP (CONFIG_IP_SCTP off): no SCTP socket opens, so no SCTP server listens and an allowed SCTP connection cannot succeed' },
 ];
 
-/** `--- PASS: TestConformanceProfiles/CNPAdminTierGress (12.34s)` */
-const RESULT = /^\s*--- (PASS|FAIL|SKIP): TestConformanceProfiles\/(\S+) \(([\d.]+)s\)$/;
+/** `--- PASS: TestConformanceProfiles/CNPAdminTierGress (12.34s)`: a test of the suite (its
+ * own subtests, one level down, are its cases). */
+const RESULT = /^\s*--- (PASS|FAIL|SKIP): TestConformanceProfiles\/([^\s/]+) \(([\d.]+)s\)$/;
 
 let child: ReturnType<typeof spawn> | undefined;
 /** Ends a run in progress (an interrupted `npm run conformance`). */
@@ -112,15 +114,14 @@ export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: {
   return { channel, tests, ...statistics(text), seconds: (Date.now() - started) / 1000, report, log: logFile };
 }
 
-/** The profile's standard and experimental statistics from the report (YAML the suite writes
- * with sigs.k8s.io/yaml: two-space indents, keys in order). */
+/** The ClusterNetworkPolicy profile's standard and experimental statistics from the suite's
+ * report (confv1a1.ConformanceReport as YAML). */
 export function statistics(report: string): Pick<CnpRun, 'standard' | 'experimental'> {
-  const section = (name: 'standard' | 'experimental'): Statistics | undefined => {
-    const m = new RegExp(`^    ${name}:\\n(?:      .*\\n)*?      statistics:\\n        Failed: (\\d+)\\n        Passed: (\\d+)\\n        Skipped: (\\d+)`, 'm').exec(report);
-    return m ? { failed: Number(m[1]), passed: Number(m[2]), skipped: Number(m[3]) } : undefined;
-  };
-  const standard = section('standard');
-  const experimental = section('experimental');
+  const profile = (parse(report)?.profiles ?? []).find((p: { name?: string }) => p.name === 'ClusterNetworkPolicy') ?? {};
+  const of = (s: { statistics?: { Passed?: number; Failed?: number; Skipped?: number } } | undefined): Statistics | undefined =>
+    s?.statistics && { passed: s.statistics.Passed ?? 0, failed: s.statistics.Failed ?? 0, skipped: s.statistics.Skipped ?? 0 };
+  const standard = of(profile.standard);
+  const experimental = of(profile.experimental);
   return { ...(standard && { standard }), ...(experimental && { experimental }) };
 }
 

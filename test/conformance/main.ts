@@ -59,6 +59,9 @@ process.on('SIGINT', () => {
   void cleanup.run().finally(() => process.exit(130));
 });
 
+// The commit knit's image is built from, read before it is: a commit made during the run is not it.
+const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
+  + (execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? '+changes' : '');
 const results: SuiteResult[] = [];
 const cnpRuns: CnpRun[] = [];
 let failure = '';
@@ -88,7 +91,6 @@ try {
     log(`conformance: suite ${s.name}: ${r.passed.length} passed, ${r.failed.length} failed, ${r.skipped.length} skipped of ${r.selected} in ${Math.round(r.seconds)} s`);
   }
   const server = JSON.parse(kubectlVersion).serverVersion?.gitVersion ?? '?';
-  const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   if (cnp) {
     const cnpStarted = Date.now();
     for (const channel of CHANNELS) {

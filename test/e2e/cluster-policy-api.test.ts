@@ -74,6 +74,7 @@ test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an 
 
   const o = { prefix: P.replace(/-/g, ''), subnet: '10.247.11.0/24', netns: node, config: { networkPolicy: { kubeconfig, clusterNetworkPolicies: true } } };
   const d = await startDaemon(o);
+  const started = Date.now();
   t.teardown(() => cleanupDaemon(d, o));
   const table = `knit-${o.prefix}-policy`;
   const attach = async (ns: string, name: string) => {
@@ -123,4 +124,10 @@ test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an 
   await until(async () => !policyTableJson(node, table).chains.some((c) => /^[ab][ie][46]_/.test(c)), 'no tier chain left once no ClusterNetworkPolicy is', 30_000);
   t.true(reaches(pods.c, pods.a), 'y/c → x/a: the NetworkPolicy alone');
   t.false(d.logs.some((l) => /applying the table failed/.test(l)), 'every transaction went through');
+  // Five watches (pods, namespaces, networkpolicies, clusternetworkpolicies, nodes) each hold a
+  // connection for as long as they stream: none may wait behind the others, which would see
+  // nothing and fail at the 30 s deadline of a call's answer.
+  const ran = Date.now() - started;
+  if (ran < 40_000) await new Promise((r) => setTimeout(r, 40_000 - ran));
+  t.deepEqual(d.logs.filter((l) => /Kubernetes API unreachable/.test(l)), [], 'no watch starved');
 });

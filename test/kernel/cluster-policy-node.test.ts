@@ -121,3 +121,38 @@ test('the Admin tier before NetworkPolicy and the Baseline tier after, pod to po
   t.is(tcpHello(d.ns, a.ip, 8080), '', 'z/d → x/a:8080: NetworkPolicy alone now');
   t.false(s.daemon.logs.some((l) => /applying the table failed/.test(l)), 'every transaction went through');
 });
+
+test('an egress Deny to every network (0.0.0.0/0 and ::/0) after an Accept of some pods: the rest is denied, pod to pod on one bridge', async (t) => {
+  t.timeout(180_000);
+  const s = await cluster(t, 'cnw', '10.246.3.0/24');
+  const { a, b, c, d } = s.pods;
+  for (const p of [b, c, d]) await listening(tcpServer(t, p.ns, 8080));
+  t.is(tcpHello(a.ns, d.ip, 8080), `from ${a.ip}`, 'before: x/a reaches z/d');
+  await s.give({
+    clusterNetworkPolicies: [{ metadata: { name: 'x-to-y-only' }, spec: { tier: 'Admin', priority: 1, subject: { namespaces: team('x') }, egress: [
+      { name: 'to-y', action: 'Accept', to: [{ pods: { namespaceSelector: team('y'), podSelector: { matchLabels: { app: 'c' } } } }] },
+      { name: 'not-elsewhere', action: 'Deny', to: [{ networks: ['0.0.0.0/0', '::/0'] }] },
+    ] } }],
+  });
+  t.is(tcpHello(a.ns, c.ip, 8080), `from ${a.ip}`, 'x/a → y/c: the Accept');
+  t.is(tcpHello(a.ns, d.ip, 8080), '', 'x/a → z/d: the Deny to every network');
+  t.is(tcpHello(a.ns, b.ip, 8080), '', 'x/a → x/b: its own namespace too');
+  t.is(tcpHello(d.ns, b.ip, 8080), `from ${d.ip}`, 'z/d → x/b: not a subject, allowed');
+  const tj = policyTableJson(s.node, s.table);
+  t.regex(tj.maps.out4![a.ip]!, /^ae4_/, 'nft -j: x/a\'s egress goes to its Admin chain');
+});
+
+test('an Admin egress Deny changed to Pass hands the flow to the NetworkPolicy that allows it, and back', async (t) => {
+  t.timeout(180_000);
+  const s = await cluster(t, 'cnq', '10.246.4.0/24');
+  const { a, c } = s.pods;
+  await listening(tcpServer(t, c.ns, 8080));
+  const np = { metadata: { namespace: 'x', name: 'to-y' }, spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'], ingress: [{ from: [{ namespaceSelector: team('y') }] }], egress: [{ to: [{ namespaceSelector: team('y') }] }] } };
+  const admin = (action: string) => ({ metadata: { name: 'x-y' }, spec: { tier: 'Admin', priority: 10, subject: { namespaces: team('x') }, ingress: [{ action: 'Deny', from: [{ namespaces: team('y') }] }], egress: [{ action, to: [{ namespaces: team('y') }] }] } });
+  await s.give({ policies: [np], clusterNetworkPolicies: [admin('Deny')] });
+  t.is(tcpHello(a.ns, c.ip, 8080), '', 'Deny: x/a → y/c denied');
+  await s.give({ policies: [np], clusterNetworkPolicies: [admin('Pass')] });
+  t.is(tcpHello(a.ns, c.ip, 8080), `from ${a.ip}`, 'Pass: the NetworkPolicy allows x/a → y/c');
+  await s.give({ policies: [], clusterNetworkPolicies: [admin('Pass'), { metadata: { name: 'base' }, spec: { tier: 'Baseline', priority: 10, subject: { namespaces: team('x') }, egress: [{ action: 'Deny', to: [{ namespaces: team('y') }] }] } }] });
+  t.is(tcpHello(a.ns, c.ip, 8080), '', 'Pass with no NetworkPolicy: the Baseline Deny');
+});
