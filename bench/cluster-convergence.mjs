@@ -27,10 +27,11 @@
 //
 // Usage (root, after npm run build): node bench/cluster-convergence.mjs [10,100,1000] [--vxlan] [--knit-only]
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { cpuMs, pct, rssMiB } from './cluster/proc.mjs';
 import { adminApi, flannelAnnotations, FLANNEL_PUBLIC_IP, nodeObject, now, pool } from './cluster/api.mjs';
 import { firstEvents, routeMonitor } from './cluster/route-monitor.mjs';
 import { flanneldBinary, startFlannel } from './cluster/flannel.mjs';
@@ -64,17 +65,6 @@ const hex = (b) => b.toString(16).padStart(2, '0');
 const benchNode = (i, name) => ({ name, cidr: `10.${201 + (i >> 8)}.${i & 255}.0/24`, ip: `192.168.${1 + (i >> 8)}.${i & 255}`, mac: `0e:6b:00:00:${hex(i >> 8)}:${hex(i & 255)}` });
 const NETWORK = '10.200.0.0/13'; // room for 1,790 bench nodes
 const METRICS_PORT = 19464; // on knit's node netns's own loopback
-
-const pct = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
-/** utime + stime of a process, ms (USER_HZ is 100 on Linux). */
-const cpuMs = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-};
-const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
 const cleanup = new Cleanup();
 let cleaning;

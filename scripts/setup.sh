@@ -20,7 +20,8 @@ APT_PACKAGES=(
   xz-utils zstd # kernel modules may ship compressed
   file         # tests check what the guest image files are
   podman containerd # unmodified CNI clients of knit-cni (test/e2e/cni-*.test.ts)
-  iperf3       # bandwidth limits: test/kernel/bandwidth.test.ts measures the shaped rate
+  iperf3       # bandwidth limits: test/kernel/bandwidth.test.ts measures the shaped rate; bench/policy.mjs pod-to-pod throughput
+  ipset        # kube-router's NetworkPolicy controller beside knit's (bench/policy.mjs) keeps its peers in ipsets
   bird2        # BGP across node netns: test/kernel/cluster-bgp.test.ts (creates group bird, gid 107 here)
   python3-grpcio # the bench's C-core gRPC client (what a Go or C caller of knit pays)
   debootstrap buildah # scripts/build-image.sh: knit's OCI image (test/e2e/image.test.ts)

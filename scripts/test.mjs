@@ -44,8 +44,13 @@ const ava = spawn(process.execPath, ['node_modules/ava/entrypoints/cli.mjs', '--
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+// ava's own tally ("# fail N"): it also counts failures that print no `not ok` line of their own
+// (an uncaught exception, a timeout), so the last line never says fewer than ava does.
+let avaFailed = 0;
 createInterface({ input: ava.stdout }).on('line', (line) => {
   console.log(line);
+  const tally = /^# fail (\d+)$/.exec(line);
+  if (tally) avaFailed = Number(tally[1]);
   if (/^ok \d+/.test(line)) {
     if (/# SKIP/.test(line)) skipped++;
     else passed++;
@@ -55,6 +60,7 @@ createInterface({ input: ava.stdout }).on('line', (line) => {
   }
 });
 ava.on('close', (code) => {
+  failed = Math.max(failed, avaFailed);
   if (code !== 0 && failed === 0) failed = 1; // ava crashed or a file failed outside a test
   if (passed + failed === 0) failed = 1; // ran nothing: that is a failure
   console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

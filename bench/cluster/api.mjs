@@ -26,6 +26,8 @@ export function adminApi(cp, inFlight) {
       req.end(data);
     });
   return {
+    /** Any request: (method, path, body, content type) → { at, body }. */
+    call,
     createNode: (node) => call('POST', '/api/v1/nodes', node),
     deleteNode: (name) => call('DELETE', `/api/v1/nodes/${name}`),
     patchNode: (name, patch) => call('PATCH', `/api/v1/nodes/${name}`, patch, 'application/merge-patch+json'),

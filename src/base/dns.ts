@@ -1,6 +1,13 @@
 // DNS configs merged: the pod's resolver settings are the request's and its networks', and a
 // VM guest's are the request's and its own network's (runtimes/common/guest-config.ts).
-import type { DnsConfig } from './types.js';
+
+/** A resolver configuration (resolv.conf's nameservers, search domains and options). */
+export interface DnsConfig {
+  nameservers: string[];
+  search: string[];
+  options: string[];
+  domain?: string;
+}
 
 /** Merges DNS configs, earlier first: nameservers, search domains and options each once, in
  * order; the first domain given. */

@@ -5,7 +5,8 @@
 //   - a PCI function bound to vfio-pci for a VM (runtimes/with-devices/vfio.ts);
 //   - a device netdev moved into the sandbox (runtimes/with-devices/netdev.ts).
 // Plain JSON: it is stored in the record and sent as a google.protobuf.Struct.
-import type { DnsConfig, RuntimeKind } from './types.js';
+import type { DnsConfig } from './dns.js';
+import type { RuntimeKind } from './runtime-kinds.js';
 
 export type GuestRoute = {
   /** CIDR; "0.0.0.0/0" / "::/0" for the default route. */

@@ -3,7 +3,9 @@
 
 import type { RuntimeKind } from './runtime-kinds.js';
 import type { Handoff } from './handoff.js';
+import type { DnsConfig } from './dns.js';
 export type { RuntimeKind } from './runtime-kinds.js';
+export type { DnsConfig } from './dns.js';
 
 export interface PortMapping {
   protocol: 'tcp' | 'udp' | 'sctp';
@@ -12,12 +14,6 @@ export interface PortMapping {
   hostIp?: string;
 }
 
-export interface DnsConfig {
-  nameservers: string[];
-  search: string[];
-  options: string[];
-  domain?: string;
-}
 
 export interface InterfaceRequest {
   /** Name inside the sandbox, e.g. eth0. */

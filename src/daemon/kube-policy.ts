@@ -7,7 +7,7 @@
 // (kube-cluster-policy.ts, loaded only then).
 import type { Logger } from 'pino';
 import type { Informer, KubeClient, KubeObject } from '../kube/index.js';
-import type { ContainerPort, NetworkPolicy, PolicyNamespace, PolicyPod, PolicySource, Protocol } from '../policy/types.js';
+import type { ContainerPort, NetworkPolicy, PolicyNamespace, PolicyPod, PolicySource, Protocol, SourceChange } from '../policy/types.js';
 import type { ClusterPolicyInformers, WatchedList } from './kube-cluster-policy.js';
 
 interface Pod extends KubeObject {
@@ -47,6 +47,9 @@ export function podOf(p: Pod): PolicyPod {
   };
 }
 
+const keyOf = (o: KubeObject) => `${o.metadata.namespace}/${o.metadata.name}`;
+const nsView = (n: Namespace): PolicyNamespace => ({ name: n.metadata.name, labels: n.metadata.labels ?? {} });
+
 const nsKept = (n: Namespace): Namespace => {
   const { name, uid, resourceVersion, labels } = n.metadata;
   return { metadata: { name, uid, resourceVersion, ...(labels && { labels }) } };
@@ -57,9 +60,10 @@ const policyKept = (p: Policy): Policy => {
 };
 
 export class KubePolicies implements PolicySource {
-  private readonly listeners: (() => void)[] = [];
+  private readonly listeners: ((change: SourceChange) => void)[] = [];
   private readonly podView = new WeakMap<Pod, PolicyPod>();
   private ever = false;
+  private announced = false;
 
   private constructor(
     readonly description: string,
@@ -73,15 +77,22 @@ export class KubePolicies implements PolicySource {
     // A Pod changes often (status, conditions): only a change of what policy reads counts.
     pods.onChange((kind, obj, old) => {
       if (kind === 'update' && old && JSON.stringify(this.viewOf(obj)) === JSON.stringify(this.viewOf(old))) return;
-      this.emit();
+      this.emit({ kind: 'pod', key: keyOf(obj), ...(kind !== 'delete' && { pod: this.viewOf(obj) }) });
     });
-    namespaces.onChange(() => this.emit());
-    policies.onChange(() => this.emit());
-    tiers?.onChange(() => this.emit());
+    namespaces.onChange((kind, obj) => this.emit({ kind: 'namespace', name: obj.metadata.name, ...(kind !== 'delete' && { namespace: nsView(obj) }) }));
+    policies.onChange((kind, obj) => this.emit({ kind: 'policy', key: keyOf(obj), ...(kind !== 'delete' && { policy: obj }) }));
+    // Changes count once the view was read whole; a relist after the API comes back is
+    // reported object by object, as a watch would have (src/kube/informer.ts).
+    // A ClusterNetworkPolicy or Node change: the compiler starts again from the whole view
+    // (the tiers are compiled whole at every pass; docs/network-policy.md).
+    tiers?.onChange(() => this.emit({ kind: 'all' }));
     for (const inf of this.all()) {
       inf.onState((state, detail) => {
         if (state === 'unreachable') log.warn({ source: description, detail }, 'Kubernetes API unreachable; NetworkPolicy keeps its last view');
-        if (this.synced()) this.emit();
+        if (!this.announced && this.synced()) {
+          this.announced = true;
+          this.emit({ kind: 'all' });
+        }
       });
     }
   }
@@ -119,8 +130,9 @@ export class KubePolicies implements PolicySource {
     );
   }
 
-  private emit(): void {
-    for (const fn of this.listeners) fn();
+  private emit(change: SourceChange): void {
+    if (!this.ever) return;
+    for (const fn of this.listeners) fn(change);
   }
 
   start(): void {
@@ -132,7 +144,7 @@ export class KubePolicies implements PolicySource {
     this.client.close();
   }
 
-  onChange(fn: () => void): void {
+  onChange(fn: (change: SourceChange) => void): void {
     this.listeners.push(fn);
   }
 
@@ -149,7 +161,7 @@ export class KubePolicies implements PolicySource {
   view() {
     return {
       policies: this.policies.list() as NetworkPolicy[],
-      namespaces: this.namespaces.list().map((n): PolicyNamespace => ({ name: n.metadata.name, labels: n.metadata.labels ?? {} })),
+      namespaces: this.namespaces.list().map(nsView),
       pods: this.pods.list().map((p) => this.viewOf(p)),
       ...this.tiers?.view(),
     };

@@ -1,44 +1,39 @@
 // NetworkPolicy on this node (docs/network-policy.md): the cluster's policies, namespaces and
 // pods from a PolicySource (the config's literal lists, or the API's informers, loaded only
-// then), this node's pods from knit's own records and admits, compiled (src/policy, pure) into
-// knit's table `inet <instance>-policy` by one nft transaction per change. A pod's admit (a
+// then), this node's pods from knit's own records and admits, compiled incrementally
+// (src/policy/incremental.ts, pure) into knit's table `inet <instance>-policy` by one nft
+// transaction per pass, which writes only what the pass's changes touched. A pod's admit (a
 // step of its attach, before its interface exists) returns once its rules are in the kernel.
-// The table stays when knit stops; a restart reads it and changes only what differs, and
-// changes nothing until the source has been read once.
+// The table stays when knit stops; a restart reads it, diffs it whole and changes only what
+// differs, and changes nothing until the source has been read once.
 import type { Logger } from 'pino';
 import { execFile } from 'node:child_process';
 import type { SandboxRecord } from '../core/record.js';
 import type { PolicyAdmitAction } from '../base/ops.js';
 import { policyTable } from '../base/names.js';
 import { canonical, ViewIndex } from '../policy/view-index.js';
-import { allowCounter, compileRuleset, denyCounter, type LocalPod, type PolicyRuleset } from '../policy/compile.js';
-import { emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../policy/ruleset.js';
+import type { PolicyRuleset } from '../policy/compile.js';
+import { IncrementalCompiler, type LocalInput } from '../policy/incremental.js';
+import { committed, emptyKernel, heldWithChanges, parseKernel, transaction, type KernelPolicy } from '../policy/ruleset.js';
 import { forwardVerdict, localVerdict } from '../policy/datapath.js';
 import { evaluate } from '../policy/evaluate.js';
 import { TierIndex, evaluateTiered } from '../policy/cluster-policy-evaluate.js';
-import { compileTiers } from '../policy/cluster-policy-compile.js';
+import { withTiers } from '../policy/cluster-policy-compile.js';
 import { tierCounter } from '../policy/cluster-policy-nft.js';
 import { KnitError } from '../base/errors.js';
 import { familyOfText, type IpFamily } from '../ipam/ip.js';
 import type { PolicyAnswer, PolicyQuestion } from '../api/knit-service.js';
-import type { PolicySource } from '../policy/types.js';
+import type { PolicySource, SourceChange } from '../policy/types.js';
 import type { ClusterSettings, NetworkPolicySettings } from '../config/index.js';
 import { nft, type PolicyAction } from './host-actions.js';
 import type { KnitMetrics } from './metrics.js';
 
 const CONNTRACK = '/usr/sbin/conntrack';
+
 /** How long start-up waits for the source's first view before serving (rules stay as found). */
 const FIRST_VIEW_MS = 5_000;
 /** A pass even when nothing changed: what someone removed from the table by hand comes back. */
 const RESYNC_MS = 60_000;
-
-interface Local {
-  namespace: string;
-  name: string;
-  ips: string[];
-  /** What the source said of the pod at its admit; 'unknown' when nothing answered. */
-  seen: LocalPod | 'unknown';
-}
 
 /** The configured source: the literal lists, or the API (src/kube loaded only then). */
 export async function openPolicySource(settings: NetworkPolicySettings, cluster: ClusterSettings | undefined, log: Logger): Promise<PolicySource> {
@@ -71,12 +66,26 @@ export interface PolicyDeps {
   logDenied?: NetworkPolicySettings['logDenied'];
 }
 
+/** What a pass applies to the compiler: the source's changes and this node's admits and
+ * releases, in the order they came. */
+type Change = SourceChange | { kind: 'local'; id: string; input?: LocalInput };
+
 export class PolicyController {
-  private readonly local = new Map<string, Local>();
+  /** This node's pods, by sandbox, as their admits left them. */
+  private readonly local = new Map<string, LocalInput>();
   private kernel: KernelPolicy | undefined;
+  /** Whether `kernel` was read from nft since the last transaction: the next one diffs it whole. */
+  private kernelRead = false;
+  /** Made from the source's whole view at the first pass that has one; then kept up to date
+   * change by change (`changes`). */
+  private compiler: IncrementalCompiler | undefined;
+  private changes: Change[] = [];
   private last: PolicyRuleset | undefined;
-  /** The view of the last pass, for ExplainPolicy; its ClusterNetworkPolicies when on. */
+  /** The compiler of the last pass, whose view ExplainPolicy judges; and that view indexed,
+   * made when first asked. */
+  private explained: IncrementalCompiler | undefined;
   private index: ViewIndex | undefined;
+  /** The last pass's ClusterNetworkPolicies, indexed on the view ExplainPolicy judges. */
   private tiers: TierIndex | undefined;
   /** This node's own addresses (from the node list, with ClusterNetworkPolicy on): a flow to
    * one of them meets the input hook. */
@@ -94,7 +103,7 @@ export class PolicyController {
   private readonly reported = new Map<string, string>();
 
   /** nft counter name → what it counts, for /metrics; and their last values. */
-  private readonly counterOf = new Map<string, { policy: string; direction: string; verdict: string }>();
+  private counterOf = new Map<string, { policy: string; direction: string; verdict: string }>();
   private counterValues = new Map<string, number>();
   /** When the first change of the pass to come arrived (for the apply histogram). */
   private changedAt = 0;
@@ -132,17 +141,21 @@ export class PolicyController {
       this.deniedLog = DeniedLog.open(this.deps.logDenied, this.deps.log, {
         ruleset: () => this.last,
         podAt: (ip) => {
-          const pod = this.index?.podAt(ip);
+          const pod = this.explained?.podAt(ip);
           return pod && `${pod.namespace}/${pod.name}`;
         },
       });
     }
     const { source } = this.deps;
-    source.onChange(() => this.schedule());
+    source.onChange((change) => {
+      if (change.kind === 'all') this.compiler = undefined; // made again from the whole view
+      else if (this.compiler) this.changes.push(change);
+      this.schedule();
+    });
     source.start();
     await source.waitSynced?.(FIRST_VIEW_MS);
     this.resync = setInterval(() => {
-      this.kernel = undefined; // read again: a hand edit is put right
+      this.kernel = undefined; // read again and diffed whole: a hand edit is put right
       this.schedule();
     }, RESYNC_MS);
     this.resync.unref();
@@ -166,11 +179,14 @@ export class PolicyController {
     if (a.op === 'policy.admit') {
       const seen = await this.deps.source.pod(a.namespace, a.name);
       if (seen === 'unknown') this.deps.log.warn({ pod: `${a.namespace}/${a.name}` }, 'NetworkPolicy: the pod\'s labels are unknown (the API did not answer); isolated until they are');
-      this.local.set(a.sandboxId, { namespace: a.namespace, name: a.name, ips: a.ips, seen });
+      const input = { namespace: a.namespace, name: a.name, ips: a.ips, seen };
+      this.local.set(a.sandboxId, input);
+      if (this.compiler) this.changes.push({ kind: 'local', id: a.sandboxId, input });
       if (!this.deps.source.synced()) this.admittedUnsynced.add(a.sandboxId);
     } else {
       this.admittedUnsynced.delete(a.sandboxId);
       if (!this.local.delete(a.sandboxId)) return;
+      if (this.compiler) this.changes.push({ kind: 'local', id: a.sandboxId });
     }
     await this.pass();
   };
@@ -199,6 +215,7 @@ export class PolicyController {
       } catch (err) {
         this.deps.metrics?.policyApplySeconds.observe((performance.now() - started) / 1000, { outcome: 'error' });
         this.kernel = undefined; // what the kernel holds is read again next time
+        this.compiler = undefined; // and the share compiled again from the whole view
         this.deps.log.error({ err: (err as Error).message }, 'NetworkPolicy: applying the table failed; the next change or resync tries again');
         throw err;
       }
@@ -207,19 +224,12 @@ export class PolicyController {
     return run;
   }
 
-  /** The pods of this node as policy sees them: the source's labels where it has the pod,
-   * else what its admit learned, else unknown; addresses always knit's. */
-  private localPods(view: ReturnType<PolicySource['view']>): LocalPod[] {
-    const byKey = new Map(view.pods.map((p) => [`${p.namespace}/${p.name}`, p]));
-    return [...this.local.values()].map((l) => {
-      const known = byKey.get(`${l.namespace}/${l.name}`) ?? (l.seen === 'unknown' ? undefined : l.seen);
-      return { namespace: l.namespace, name: l.name, labels: known?.labels ?? {}, ips: l.ips, node: this.deps.nodeName, ports: known?.ports ?? [], ...(!known && { unknown: true }) };
-    });
-  }
-
   private async apply(): Promise<void> {
-    const { source, log } = this.deps;
-    this.kernel ??= await this.read();
+    const { source } = this.deps;
+    if (!this.kernel) {
+      this.kernel = await this.read();
+      this.kernelRead = true;
+    }
     if (!source.synced()) {
       // Nothing known of the cluster yet: the table stays as it was, except for this node's
       // pods that came or went meanwhile (isolated, fail closed, or taken out).
@@ -229,56 +239,87 @@ export class PolicyController {
       const rs = heldWithChanges(this.kernel, (ip) => ips.has(canonical(ip)), fresh);
       const tx = transaction(this.table, this.kernel, rs);
       if (tx) await nft(undefined, ['-f', '-'], tx);
-      this.kernel = { ...wanted(rs), chains: new Set([...rs.chains.keys(), BASE_CHAIN]) };
+      this.kernel = committed(this.kernel, rs);
       return;
     }
     this.admittedUnsynced.clear();
+    // The first pass with a view compiles it whole, and so does one after a failure; the
+    // others apply what changed since the last.
+    let whole = this.kernelRead;
+    if (!this.compiler) {
+      const view = source.view();
+      this.compiler = new IncrementalCompiler(this.deps.nodeName, this.deps.logDenied);
+      this.compiler.load(view);
+      for (const [id, l] of this.local) this.compiler.setLocal(id, l);
+      this.changes = [];
+      whole = true;
+      for (const key of this.reported.keys()) if (!this.compiler.policy(key)) this.reported.delete(key);
+      for (const np of view.policies) this.report(`${np.metadata.namespace ?? 'default'}/${np.metadata.name}`);
+    }
+    const compiler = this.compiler;
+    for (const c of this.changes.splice(0)) {
+      if (c.kind === 'pod') compiler.setPod(c.key, c.pod);
+      else if (c.kind === 'namespace') compiler.setNamespace(c.name, c.namespace);
+      else if (c.kind === 'policy') {
+        compiler.setPolicy(c.key, c.policy);
+        this.report(c.key);
+      } else if (c.kind === 'local') compiler.setLocal(c.id, c.input);
+    }
+    const touched = compiler.flush();
+    let rs = compiler.ruleset;
+    this.index = undefined;
+    this.explained = compiler;
+    if (whole || touched.counters.size || this.tiers) this.counterOf = new Map(compiler.counters().map((c) => [c.name, { policy: c.policy, direction: c.direction, verdict: c.verdict }]));
+    let only = whole ? undefined : touched;
+    // ClusterNetworkPolicy: its tiers compiled whole at every pass, on a copy of the share the
+    // compiler keeps (which stays NetworkPolicy's alone), and the transaction diffs it whole.
     const view = source.view();
-    const local = this.localPods(view);
-    const localKeys = new Set(local.map((p) => `${p.namespace}/${p.name}`));
-    const localIps = new Set(local.flatMap((p) => p.ips.map(canonical)));
-    // The source's copy of a pod of this node is replaced by knit's; so is a stale pod that
-    // still holds an address knit has given to another.
-    const pods = [...view.pods.filter((p) => !localKeys.has(`${p.namespace}/${p.name}`) && !p.ips.some((ip) => localIps.has(canonical(ip)))), ...local];
-    const nodes = view.policyNodes ?? [];
-    const ix = new ViewIndex({ ...view, pods, nodes: Object.fromEntries(nodes.map((n) => [n.name, n.ips])) });
-    const tiers = view.clusterNetworkPolicies && new TierIndex(ix, view.clusterNetworkPolicies, nodes);
-    for (const p of [...ix.policies, ...(tiers?.policies ?? [])]) {
-      const said = p.problems.join('; ');
-      const what = 'tier' in p ? 'ClusterNetworkPolicy knit cannot read whole: each rule it cannot read fails closed (an Accept matches nothing, a Deny or Pass denies all)' : 'NetworkPolicy knit cannot express: its pods are isolated and none of its rules applied';
-      if (said && this.reported.get(p.key) !== said) log.warn({ policy: p.key, problems: p.problems }, what);
-      if (said) this.reported.set(p.key, said);
-      else this.reported.delete(p.key);
-    }
-    const rs = compileRuleset(ix, local, this.deps.logDenied);
-    if (tiers) compileTiers(tiers, local, rs);
-    this.index = ix;
-    this.tiers = tiers;
-    this.nodeAddrs = new Set((nodes.find((n) => n.name === this.deps.nodeName)?.ips ?? []).map(canonical));
-    this.counterOf.clear();
-    for (const p of ix.policies) {
-      for (const direction of ['ingress', 'egress'] as const) {
-        if (!p[direction]) continue;
-        this.counterOf.set(allowCounter(p.key, direction), { policy: p.key, direction, verdict: 'allowed' });
-        this.counterOf.set(denyCounter(p.key, direction), { policy: p.key, direction, verdict: 'denied' });
+    this.tiers = undefined;
+    this.nodeAddrs = new Set();
+    if (view.clusterNetworkPolicies) {
+      const nodes = view.policyNodes ?? [];
+      this.index = new ViewIndex({ ...compiler.view(), nodes: Object.fromEntries(nodes.map((n) => [n.name, n.ips])) });
+      const tiers = new TierIndex(this.index, view.clusterNetworkPolicies, nodes);
+      for (const p of tiers.policies) {
+        const said = p.problems.join('; ');
+        if (said && this.reported.get(p.key) !== said) this.deps.log.warn({ policy: p.key, problems: p.problems }, 'ClusterNetworkPolicy knit cannot read whole: each rule it cannot read fails closed (an Accept matches nothing, a Deny or Pass denies all)');
+        if (said) this.reported.set(p.key, said);
+        else this.reported.delete(p.key);
+      }
+      for (const key of this.reported.keys()) if (key.startsWith('cnp:') && !tiers.policies.some((p) => p.key === key)) this.reported.delete(key);
+      rs = withTiers(rs, tiers, compiler.localShare());
+      only = undefined;
+      this.tiers = tiers;
+      this.nodeAddrs = new Set((nodes.find((n) => n.name === this.deps.nodeName)?.ips ?? []).map(canonical));
+      for (const p of tiers.policies) {
+        for (const direction of ['ingress', 'egress'] as const) {
+          for (const [action, verdict] of [['Accept', 'accepted'], ['Deny', 'denied'], ['Pass', 'passed']] as const) {
+            const name = tierCounter(p.key, direction, action);
+            if (rs.counters.includes(name)) this.counterOf.set(name, { policy: p.key, direction, verdict });
+          }
+        }
       }
     }
-    for (const p of tiers?.policies ?? []) {
-      for (const direction of ['ingress', 'egress'] as const) {
-        for (const [action, verdict] of [['Accept', 'accepted'], ['Deny', 'denied'], ['Pass', 'passed']] as const) this.counterOf.set(tierCounter(p.key, direction, action), { policy: p.key, direction, verdict });
-      }
-    }
-    for (const name of this.counterOf.keys()) if (!rs.counters.includes(name)) this.counterOf.delete(name);
-    const tx = transaction(this.table, this.kernel, rs);
+    const tx = transaction(this.table, this.kernel, rs, only);
     if (tx) {
       await nft(undefined, ['-f', '-'], tx);
-      log.debug({ lines: tx.split('\n').length - 1 }, 'NetworkPolicy table updated');
+      this.deps.log.debug({ lines: tx.split('\n').length - 1 }, 'NetworkPolicy table updated');
     }
-    this.kernel = { ...wanted(rs), chains: new Set([...rs.chains.keys(), BASE_CHAIN]) };
+    this.kernel = committed(this.kernel, rs, only);
+    this.kernelRead = false;
     this.last = rs;
     // Only a change that takes something away can deny a flow that was allowed: a pass that
     // only adds allowed elements lists no conntrack table.
-    if (tx && /^(delete element|add element inet \S+ (in|out|local)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
+    if (tx && /^(delete element|add element inet \S+ (in|out|local)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => this.deps.log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
+  }
+
+  /** A policy knit cannot express is logged once per set of problems. */
+  private report(key: string): void {
+    const p = this.compiler?.policy(key);
+    const said = p?.problems.join('; ') ?? '';
+    if (said && this.reported.get(key) !== said) this.deps.log.warn({ policy: key, problems: p!.problems }, 'NetworkPolicy knit cannot express: its pods are isolated and none of its rules applied');
+    if (said) this.reported.set(key, said);
+    else this.reported.delete(key);
   }
 
   private async read(): Promise<KernelPolicy> {
@@ -319,6 +360,7 @@ export class PolicyController {
 
   /** ExplainPolicy (`knit policy explain`): the oracle on the view of the last pass. */
   explain = (q: PolicyQuestion): PolicyAnswer => {
+    if (this.explained) this.index ??= new ViewIndex(this.explained.view());
     const ix = this.index;
     if (!ix) throw new KnitError('UNAVAILABLE', `no view of the cluster yet (${this.deps.source.description}: ${this.deps.source.state().detail})`);
     const other = (e: PolicyQuestion['from']) => ('ip' in e ? familyOfText(e.ip) : undefined);

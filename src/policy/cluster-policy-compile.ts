@@ -19,6 +19,20 @@ import { PROTOCOL_NUMBER, type Direction, type PolicyPod } from './types.js';
 
 const mapOf = (d: Direction, f: IpFamily): MapName => `${d === 'ingress' ? 'in' : 'out'}${f}` as MapName;
 
+/** A copy of `rs` (the incremental compiler's share, which stays NetworkPolicy's alone) with
+ * the tiers added: its containers are copied, their entries shared (compileTiers only adds and
+ * replaces entries). */
+export function withTiers(rs: PolicyRuleset, tix: TierIndex, local: LocalPod[]): PolicyRuleset {
+  const copy: PolicyRuleset = {
+    ...rs,
+    sets: new Map(rs.sets), chains: new Map(rs.chains), counters: [...rs.counters], limits: new Map(rs.limits),
+    maps: Object.fromEntries(Object.entries(rs.maps).map(([m, v]) => [m, new Map(v)])) as PolicyRuleset['maps'],
+    self: { 4: [...rs.self[4]], 6: [...rs.self[6]] },
+  };
+  compileTiers(tix, local, copy);
+  return copy;
+}
+
 /** Adds the tiers of `local`'s pods to `rs` (compileRuleset's answer for the same pods). */
 export function compileTiers(tix: TierIndex, local: LocalPod[], rs: PolicyRuleset): void {
   if (!tix.policies.length) return;

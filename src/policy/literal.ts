@@ -2,7 +2,7 @@
 // ClusterNetworkPolicies and nodes) given as they are, for clusters tried without the API and
 // for the tests. Always synced; a config reload replaces it. A pod the list does not name is a pod without labels.
 import type { NetworkPolicySettings } from '../config/index.js';
-import type { NetworkPolicy, PolicyPod, PolicySource } from './types.js';
+import type { NetworkPolicy, PolicyPod, PolicySource, PolicyView, SourceChange } from './types.js';
 import type { ClusterNetworkPolicy } from './cluster-policy.js';
 
 type Literal = NonNullable<NetworkPolicySettings['literal']>;
@@ -10,7 +10,7 @@ type Literal = NonNullable<NetworkPolicySettings['literal']>;
 export class LiteralPolicies implements PolicySource {
   readonly description = 'the config (networkPolicy.literal)';
   private current: ReturnType<PolicySource['view']>;
-  private readonly listeners: (() => void)[] = [];
+  private readonly listeners: ((change: SourceChange) => void)[] = [];
 
   /** `clusterPolicies`: networkPolicy.clusterNetworkPolicies (the lists' ClusterNetworkPolicies and nodes count). */
   constructor(literal: Literal, private readonly clusterPolicies = false) {
@@ -19,12 +19,12 @@ export class LiteralPolicies implements PolicySource {
 
   replace(literal: Literal): void {
     this.current = viewOf(literal, this.clusterPolicies);
-    for (const fn of this.listeners) fn();
+    for (const fn of this.listeners) fn({ kind: 'all' });
   }
 
   start(): void {}
   async stop(): Promise<void> {}
-  onChange(fn: () => void): void {
+  onChange(fn: (change: SourceChange) => void): void {
     this.listeners.push(fn);
   }
   synced(): boolean {

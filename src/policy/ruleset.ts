@@ -15,10 +15,17 @@ export const BASE_CHAIN = 'forward2';
 /** The base chain of pods' traffic to their own node (ClusterNetworkPolicy's egress there). */
 export const INPUT_CHAIN = 'input2';
 
+/** A set as the kernel holds it. */
+export interface KernelSet {
+  family: IpFamily;
+  kind: 'addr' | 'concat' | 'self';
+  elements: Set<string>;
+}
+
 /** The table as the kernel holds it, in the compiler's terms. */
 export interface KernelPolicy {
   base: boolean;
-  sets: Map<string, { family: IpFamily; kind: 'addr' | 'concat' | 'self'; elements: Set<string> }>;
+  sets: Map<string, KernelSet>;
   maps: Record<MapName, Map<string, string>>;
   chains: Set<string>;
   counters: Set<string>;
@@ -85,28 +92,76 @@ function inputRules(): string[] {
   ];
 }
 
-const selfSet = (f: IpFamily, addrs: string[]) => ({ family: f, kind: 'self' as const, elements: new Set(addrs.map((a) => `${a} . ${a}`)) });
+const selfSet = (f: IpFamily, addrs: string[]): KernelSet => ({ family: f, kind: 'self', elements: new Set(addrs.map((a) => `${a} . ${a}`)) });
+const SELF_SETS = ['self4', 'self6'] as const;
 
-/** The compiler's ruleset in the kernel's shape (what a diff compares). */
+/** One set of the ruleset in the kernel's shape, the self sets included. */
+function wantedSet(r: PolicyRuleset, name: string): KernelSet | undefined {
+  if (name === 'self4' || name === 'self6') return selfSet(name === 'self4' ? 4 : 6, r.self[name === 'self4' ? 4 : 6]);
+  const s = r.sets.get(name);
+  return s && { family: s.family, kind: s.kind, elements: new Set(s.elements) };
+}
+
+/** The compiler's ruleset in the kernel's shape (what a diff compares), copied. */
 export function wanted(r: PolicyRuleset): KernelPolicy {
-  const sets: KernelPolicy['sets'] = new Map([['self4', selfSet(4, r.self[4])], ['self6', selfSet(6, r.self[6])]]);
-  for (const [name, s] of r.sets) sets.set(name, { family: s.family, kind: s.kind, elements: new Set(s.elements) });
-  return { base: true, sets, maps: r.maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters), limits: new Set(r.limits.keys()) };
+  const sets: KernelPolicy['sets'] = new Map();
+  for (const name of [...SELF_SETS, ...r.sets.keys()]) sets.set(name, wantedSet(r, name)!);
+  const maps = Object.fromEntries(MAP_NAMES.map((m) => [m, new Map(r.maps[m])])) as KernelPolicy['maps'];
+  return { base: true, sets, maps, chains: new Set(r.chains.keys()), counters: new Set(r.counters), limits: new Set(r.limits.keys()) };
 }
 
 export const emptyKernel = (): KernelPolicy => ({
   base: false, sets: new Map(), maps: emptyMaps(), chains: new Set(), counters: new Set(), limits: new Set(),
 });
 
+/** What one incremental change touched, by name (src/policy/incremental.ts): a transaction
+ * given it looks at these alone, however large the rest of the table. */
+export interface Touched {
+  sets: Set<string>;
+  chains: Set<string>;
+  counters: Set<string>;
+  /** The denied log's limit objects (networkPolicy.logDenied). */
+  limits: Set<string>;
+  maps: Record<MapName, Set<string>>;
+  /** The self sets (this node's pods' addresses). */
+  self: boolean;
+}
+
+export const noneTouched = (): Touched => ({
+  sets: new Set(), chains: new Set(), counters: new Set(), limits: new Set(), self: false,
+  maps: Object.fromEntries(MAP_NAMES.map((m) => [m, new Set<string>()])) as Record<MapName, Set<string>>,
+});
+
+/** The names a transaction compares: what `only` names, else everything on either side. */
+function namesToCompare(have: KernelPolicy, want: PolicyRuleset, only: Touched | undefined) {
+  if (only) {
+    return {
+      sets: [...(only.self ? SELF_SETS : []), ...only.sets],
+      chains: [...only.chains],
+      counters: [...only.counters],
+      limits: [...only.limits],
+      maps: (m: MapName) => [...only.maps[m]],
+    };
+  }
+  return {
+    sets: [...new Set([...SELF_SETS, ...want.sets.keys(), ...have.sets.keys()])],
+    chains: [...new Set([...want.chains.keys(), ...have.chains])].filter((c) => c !== BASE_CHAIN),
+    counters: [...new Set([...want.counters, ...have.counters])],
+    limits: [...new Set([...want.limits.keys(), ...have.limits])],
+    maps: (m: MapName) => [...new Set([...want.maps[m].keys(), ...have.maps[m].keys()])],
+  };
+}
+
 /** The one transaction from `have` to `want`. Empty when nothing differs. A table without
  * this layout's base chain is made anew (created, or deleted and made again, in the same
- * transaction). */
-export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRuleset): string {
-  const want = wanted(wantRs);
+ * transaction). With `only`, the names an incremental change touched are compared and nothing
+ * else; without, the whole table (a start, a table read back from the kernel). */
+export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRuleset, only?: Touched): string {
   const T = `inet ${table}`;
   const out: string[] = [];
   if (!have.base) {
     // A first start, or a table of another layout: replaced whole, atomically.
+    const want = wanted(wantRs);
     out.push(`table ${T}`, `delete table ${T}`, `table ${T} {`);
     for (const c of want.counters) out.push(`\tcounter ${c} { }`);
     for (const [name, spec] of wantRs.limits) out.push(`\tlimit ${name} { ${spec} }`);
@@ -119,12 +174,16 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     for (const m of MAP_NAMES) if (want.maps[m].size) out.push(`add element ${T} ${m} { ${[...want.maps[m]].map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
     return `${out.join('\n')}\n`;
   }
+  const names = namesToCompare(have, wantRs, only);
+  const wantSets = new Map(names.sets.map((n) => [n, wantedSet(wantRs, n)] as const));
+  const wantCounters = new Set(wantRs.counters);
   // 1. New counters, limits and sets; a set whose family or kind changed has another name already.
-  for (const c of want.counters) if (!have.counters.has(c)) out.push(`add counter ${T} ${c}`);
-  for (const [name, spec] of wantRs.limits) if (!have.limits.has(name)) out.push(`add limit ${T} ${name} { ${spec} }`);
-  for (const [name, s] of want.sets) if (!have.sets.has(name)) out.push(`add ${setDecl(name, s).replace(/^set /, `set ${T} `)}`);
+  for (const c of names.counters) if (wantCounters.has(c) && !have.counters.has(c)) out.push(`add counter ${T} ${c}`);
+  for (const name of names.limits) if (wantRs.limits.has(name) && !have.limits.has(name)) out.push(`add limit ${T} ${name} { ${wantRs.limits.get(name)} }`);
+  for (const [name, s] of wantSets) if (s && !have.sets.has(name)) out.push(`add ${setDecl(name, s).replace(/^set /, `set ${T} `)}`);
   // 2. Elements: what goes first (a disjoint cover may be cut differently now), then what comes.
-  for (const [name, s] of want.sets) {
+  for (const [name, s] of wantSets) {
+    if (!s) continue;
     const old = have.sets.get(name);
     const gone = old ? [...old.elements].filter((e) => !s.elements.has(e)) : [];
     const come = [...s.elements].filter((e) => !old?.elements.has(e));
@@ -132,22 +191,64 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (come.length) out.push(`add element ${T} ${name} { ${come.join(', ')} }`);
   }
   // 3. New chains, whole.
-  for (const name of want.chains) if (!have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
+  for (const name of names.chains) if (wantRs.chains.has(name) && !have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
   // 4. The maps: a pod that moves to another chain is deleted and added in this same step.
   for (const m of MAP_NAMES) {
-    const gone = [...have.maps[m]].filter(([a, c]) => want.maps[m].get(a) !== c).map(([a]) => a);
-    const come = [...want.maps[m]].filter(([a, c]) => have.maps[m].get(a) !== c);
+    const keys = names.maps(m);
+    const gone = keys.filter((a) => have.maps[m].has(a) && want(m, a) !== have.maps[m].get(a));
+    const come = keys.filter((a) => want(m, a) !== undefined && want(m, a) !== have.maps[m].get(a));
     if (gone.length) out.push(`delete element ${T} ${m} { ${gone.join(', ')} }`);
-    if (come.length) out.push(`add element ${T} ${m} { ${come.map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
+    if (come.length) out.push(`add element ${T} ${m} { ${come.map((a) => `${a} : jump ${want(m, a)}`).join(', ')} }`);
   }
   // 5. What nothing uses any more: chains, then the sets, counters and limits they used.
   // A tier chain goes before the chains it goes to (the kernel refuses a chain still in use).
-  const goneChains = [...have.chains].filter((name) => name !== BASE_CHAIN && !want.chains.has(name));
+  const goneChains = names.chains.filter((name) => have.chains.has(name) && !wantRs.chains.has(name));
   for (const name of goneChains.sort((a, b) => chainDeleteRank(a) - chainDeleteRank(b))) out.push(`delete chain ${T} ${name}`);
-  for (const name of have.sets.keys()) if (!want.sets.has(name)) out.push(`delete set ${T} ${name}`);
-  for (const c of have.counters) if (!want.counters.has(c)) out.push(`delete counter ${T} ${c}`);
-  for (const l of have.limits) if (!want.limits.has(l)) out.push(`delete limit ${T} ${l}`);
+  for (const [name, s] of wantSets) if (!s && have.sets.has(name)) out.push(`delete set ${T} ${name}`);
+  for (const c of names.counters) if (have.counters.has(c) && !wantCounters.has(c)) out.push(`delete counter ${T} ${c}`);
+  for (const name of names.limits) if (have.limits.has(name) && !wantRs.limits.has(name)) out.push(`delete limit ${T} ${name}`);
   return out.length ? `${out.join('\n')}\n` : '';
+
+  function want(m: MapName, a: string): string | undefined {
+    return wantRs.maps[m].get(a);
+  }
+}
+
+/** The kernel's table once a transaction to `want` (with the same `only`) is in: the names it
+ * compared now hold what `want` holds. The base chain counts among the chains. */
+export function committed(have: KernelPolicy, want: PolicyRuleset, only?: Touched): KernelPolicy {
+  if (!only || !have.base) {
+    const k = wanted(want);
+    k.chains.add(BASE_CHAIN);
+    return k;
+  }
+  const names = namesToCompare(have, want, only);
+  for (const name of names.sets) {
+    const s = wantedSet(want, name);
+    if (s) have.sets.set(name, s);
+    else have.sets.delete(name);
+  }
+  for (const name of names.chains) {
+    if (want.chains.has(name)) have.chains.add(name);
+    else have.chains.delete(name);
+  }
+  const counters = new Set(want.counters);
+  for (const c of names.counters) {
+    if (counters.has(c)) have.counters.add(c);
+    else have.counters.delete(c);
+  }
+  for (const l of names.limits) {
+    if (want.limits.has(l)) have.limits.add(l);
+    else have.limits.delete(l);
+  }
+  for (const m of MAP_NAMES) {
+    for (const a of names.maps(m)) {
+      const c = want.maps[m].get(a);
+      if (c) have.maps[m].set(a, c);
+      else have.maps[m].delete(a);
+    }
+  }
+  return have;
 }
 
 // ---- reading the kernel ---------------------------------------------------------------

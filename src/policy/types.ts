@@ -90,13 +90,22 @@ export interface PolicyView {
 
 export type Direction = 'ingress' | 'egress';
 
+/** One object of the view that came, changed or (without it) went, by key ("namespace/name"
+ * for pods and policies); or the view as a whole is new (read it again). */
+export type SourceChange =
+  | { kind: 'pod'; key: string; pod?: PolicyPod }
+  | { kind: 'namespace'; name: string; namespace?: PolicyNamespace }
+  | { kind: 'policy'; key: string; policy?: NetworkPolicy }
+  | { kind: 'all' };
+
 /** Where the cluster's policies, namespaces and pods come from: the config's literal lists, or
  * the API's informers (src/daemon/kube-policy.ts). */
 export interface PolicySource {
   readonly description: string;
   start(): void;
   stop(): Promise<void>;
-  onChange(fn: () => void): void;
+  /** Each change once the view has been read whole; before that, 'all' when it first is. */
+  onChange(fn: (change: SourceChange) => void): void;
   /** Whether the view was read whole at least once: before that it says nothing, and knit
    * changes nothing it holds (a restart with the API down keeps its rules). */
   synced(): boolean;

@@ -35,7 +35,7 @@ export class ViewIndex {
   }
 
   selects(p: Policy, pod: PolicyPod): boolean {
-    return pod.namespace === p.namespace && p.selector.matches(pod.labels);
+    return policySelects(p, pod);
   }
 
   /** Whether a pod is one of a selector peer's pods (the policy's namespace for 'own'). */
@@ -45,9 +45,12 @@ export class ViewIndex {
   }
 }
 
+/** Whether a policy selects a pod (its own namespace, its podSelector). */
+export const policySelects = (p: Policy, pod: PolicyPod): boolean => pod.namespace === p.namespace && p.selector.matches(pod.labels);
+
 /** normalizePolicy, once per policy object (a source hands out the same object until it changes). */
 const seen = new WeakMap<NetworkPolicy, Policy>();
-function normalized(np: NetworkPolicy): Policy {
+export function normalized(np: NetworkPolicy): Policy {
   let p = seen.get(np);
   if (!p) seen.set(np, (p = normalizePolicy(np)));
   return p;

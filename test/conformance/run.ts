@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { run } from '../fixtures/exec.js';
+import { runE2eTest } from '../fixtures/conformance-binaries.js';
 import { skipExpression, type Suite } from './suites.js';
 
 export interface RunTarget {
@@ -57,7 +57,7 @@ export function e2eFlags(target: RunTarget, reportDir: string, suite: Suite): st
 /** The specs the suite selects: a dry run of e2e.test with its focus and skip. */
 export async function selectedSpecs(target: RunTarget, suite: Suite): Promise<string[]> {
   const skip = skipExpression(suite);
-  const r = await run(target.e2eTest, ['--ginkgo.dry-run', '--ginkgo.no-color', '--ginkgo.v', `--ginkgo.focus=${suite.focus}`, ...(skip ? [`--ginkgo.skip=${skip}`] : [])]);
+  const r = await runE2eTest(target.e2eTest, ['--ginkgo.dry-run', '--ginkgo.no-color', '--ginkgo.v', `--ginkgo.focus=${suite.focus}`, ...(skip ? [`--ginkgo.skip=${skip}`] : [])]);
   if (r.code !== 0) throw new Error(`e2e.test --ginkgo.dry-run exited ${r.code}: ${r.stderr.slice(-1000)}`);
   return specNames(r.stdout);
 }

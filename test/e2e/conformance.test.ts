@@ -37,7 +37,7 @@ const server = (name: string, node: string) => ({
   spec: {
     nodeName: node,
     terminationGracePeriodSeconds: 1,
-    containers: [{ name: 'web', image: agnhost(), args: ['netexec', '--http-port=8080', '--udp-port=-1'], ports: [{ containerPort: 8080 }], readinessProbe: { httpGet: { path: '/healthz', port: 8080 } } }],
+    containers: [{ name: 'web', image: agnhost(), args: ['netexec', '--http-port=8080'], ports: [{ containerPort: 8080 }], readinessProbe: { httpGet: { path: '/healthz', port: 8080 } } }],
   },
 });
 const service = (name: string, selector: Record<string, string>, extra: object = {}) => ({
@@ -66,8 +66,12 @@ test.serial('knit runs as deploy/ makes it: one DaemonSet pod per node from its 
     t.deepEqual(p.spec.containers.map((x: any) => x.image), ['localhost/knit:0.1.0']);
   }
   for (const n of c.nodes) {
-    t.true((await n.ns.exec('ls', '/opt/cni/bin')).split('\n').includes('knit-cni'), `${n.name}: knit-cni in its /opt/cni/bin`);
-    t.regex(await n.ns.exec('ls', '/etc/cni/net.d'), /\.conflist/, `${n.name}: a conflist in its /etc/cni/net.d`);
+    // The conflist's plugin is knit-cni, installed under its CNI type name, `knit`.
+    const conflists = (await n.ns.exec('ls', '/etc/cni/net.d')).split('\n').filter((f) => f.endsWith('.conflist'));
+    t.is(conflists.length, 1, `${n.name}: one conflist in its /etc/cni/net.d`);
+    const types = JSON.parse(await n.ns.exec('cat', `/etc/cni/net.d/${conflists[0]}`)).plugins.map((p: any) => p.type);
+    t.deepEqual(types, ['knit'], `${n.name}: the conflist runs knit-cni alone`);
+    t.true((await n.ns.exec('ls', '/opt/cni/bin')).split('\n').includes('knit'), `${n.name}: knit-cni (type knit) in its /opt/cni/bin`);
     const other = c.nodes.find((x) => x !== n)!;
     const routes = JSON.parse(await must('ip', ['-n', n.ns.netns, '-j', 'route', 'show', 'proto', '201']));
     t.true(routes.some((r: any) => r.dst === other.podCIDR && r.gateway === other.ip), `${n.name} routes ${other.podCIDR} via ${other.ip}`);
@@ -114,7 +118,7 @@ test.serial('Services: a pod reaches a Service on its own bridge and on the othe
   await eventually(async () => (await curl('client', `http://${ip2}/clientip`)).split(':')[0]!, clientIP, 'web-2 sees the client\'s own address across nodes');
   await eventually(() => curl('web-1', `http://${ip1}/hostname`), 'web-1', 'web-1 → its own Service → itself (hairpin)');
 
-  await eventually(async () => ((await exec('client', 'nslookup', `web-2.${NS}.svc.cluster.local`)).match(/Address:\s*(\S+)\s*$/)?.[1] ?? ''), ip2, 'CoreDNS: web-2\'s name → its ClusterIP');
+  await eventually(async () => ((await exec('client', 'nslookup', `web-2.${NS}.svc.cluster.local`)).match(/^Name:\s*\S+\nAddress:\s*(\S+)/m)?.[1] ?? ''), ip2, 'CoreDNS: web-2\'s name → its ClusterIP');
   await eventually(() => curl('client', `http://web-2.${NS}/hostname`), 'web-2', 'by name, through the search path');
 
   const nodePort = (await c.cp.getJson('get', 'service', '-n', NS, 'web-2')).spec.ports[0].nodePort as number;

@@ -5,12 +5,11 @@
 // or left out for a stated reason (test/conformance/images.ts); the cluster's own images match
 // the versions they stand for (CoreDNS's in its manifest and versions.env).
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { conformanceBinaries, COREDNS_MANIFEST } from '../fixtures/conformance-binaries.js';
+import { conformanceBinaries, COREDNS_MANIFEST, runE2eTest } from '../fixtures/conformance-binaries.js';
 import { NOT_BUILT } from '../conformance/images.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -24,7 +23,7 @@ const versions = Object.fromEntries(
 test('every e2e image built is named as e2e.test --list-images names it, and every image it lists is built or left out for a reason', async (t) => {
   t.timeout(3_600_000); // a cold cache builds e2e.test first
   const bins = await conformanceBinaries();
-  const listed = execFileSync(bins.e2eTest, ['--list-images'], { encoding: 'utf8' }).split('\n').map((l) => l.trim()).filter(Boolean);
+  const listed = (await runE2eTest(bins.e2eTest, ['--list-images'])).stdout.split('\n').map((l) => l.trim()).filter(Boolean);
   const built = bins.images.filter((i) => i.kind === 'e2e').map((i) => i.name);
   t.deepEqual(built.filter((n) => !listed.includes(n)), [], 'built e2e images that e2e.test does not name');
   const unexplained = listed.filter((n) => !built.includes(n) && !NOT_BUILT.some((x) => x.pattern.test(n)));
@@ -42,6 +41,6 @@ test('the cluster\'s own images: CoreDNS at versions.env\'s COREDNS_VERSION, the
   const docs = parseAllDocuments(readFileSync(COREDNS_MANIFEST, 'utf8')).map((d) => d.toJS());
   const deployment = docs.find((d) => d.kind === 'Deployment');
   t.deepEqual(deployment.spec.template.spec.containers.map((c: any) => c.image), [coredns]);
-  const listed = execFileSync(bins.e2eTest, ['--list-images'], { encoding: 'utf8' });
+  const listed = (await runE2eTest(bins.e2eTest, ['--list-images'])).stdout;
   t.true(listed.split('\n').includes(bins.image('pause')), `${bins.image('pause')} is the suite's pause image`);
 });
