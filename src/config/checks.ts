@@ -91,6 +91,9 @@ export function crossCheck(config: RawConfig): ConfigIssue[] {
     if (at === undefined) issue(['networkPolicy', 'networks', i], `${JSON.stringify(name)} is not one of the networks (${[...firstByName.keys()].join(', ')})`);
     else if (config.networks[at].mode === 'cni') issue(['networkPolicy', 'networks', i], `network ${JSON.stringify(name)} has mode "cni": its plugins give its addresses, and knit enforces policy on addresses it gave`);
   });
+  if (config.networkPolicy?.literal?.clusterNetworkPolicies.length && !config.networkPolicy.clusterNetworkPolicies) {
+    issue(['networkPolicy', 'literal', 'clusterNetworkPolicies'], 'needs networkPolicy.clusterNetworkPolicies: true');
+  }
   if (config.defaultNetwork !== undefined && !firstByName.has(config.defaultNetwork)) {
     issue(['defaultNetwork'], `${JSON.stringify(config.defaultNetwork)} is not one of the networks (${[...firstByName.keys()].join(', ')})`);
   }

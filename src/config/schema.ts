@@ -233,6 +233,11 @@ const networkPolicySchema = z.strictObject({
   /** A kubeconfig for the API (Pods, Namespaces, NetworkPolicies). Default: cluster.kubeconfig,
    * $KUBECONFIG, else the pod's ServiceAccount. */
   kubeconfig: absolutePath.optional(),
+  /** ClusterNetworkPolicy (policy.networking.k8s.io/v1beta1) as well: its Admin tier before
+   * NetworkPolicy, its Baseline tier after (docs/network-policy.md, "ClusterNetworkPolicy").
+   * From the API it needs the CRD of sigs.k8s.io/network-policy-api, installed by the user,
+   * and RBAC on clusternetworkpolicies and nodes (deploy/rbac.yaml). */
+  clusterNetworkPolicies: z.boolean().optional(),
   logDenied: logDeniedSchema.optional(),
   /** The cluster's pods, namespaces and policies, literally: with it knit never asks the API
    * (tests, and trying policy without Kubernetes). A config reload applies a new list. */
@@ -243,6 +248,11 @@ const networkPolicySchema = z.strictObject({
       /** networking.k8s.io/v1 NetworkPolicy objects as the API serves them; what knit cannot
        * read is reported and fails closed (docs/network-policy.md). */
       policies: z.array(z.strictObject({ metadata: z.strictObject({ name: k8sName, namespace: k8sName }).passthrough(), spec: z.record(z.string(), z.unknown()) }).passthrough()).default([]),
+      /** policy.networking.k8s.io/v1beta1 ClusterNetworkPolicy objects as the API serves them
+       * (with clusterNetworkPolicies on). */
+      clusterNetworkPolicies: z.array(z.strictObject({ metadata: z.strictObject({ name: k8sName }).passthrough(), spec: z.record(z.string(), z.unknown()) }).passthrough()).default([]),
+      /** Nodes by name: their labels and addresses (what a ClusterNetworkPolicy's nodes peer selects). */
+      nodes: z.record(k8sName, z.strictObject({ labels: labels.default({}), ips: z.array(ipText).default([]) })).default({}),
     })
     .optional(),
 });

@@ -3,9 +3,12 @@
 // cached (a Pod is kilobytes; knit keeps its name, labels, addresses, node, hostNetwork and
 // named container ports). Loaded only when networkPolicy is on without a literal list. RBAC:
 // get, list, watch on pods, namespaces and networking.k8s.io networkpolicies (deploy/rbac.yaml).
+// With networkPolicy.clusterNetworkPolicies on, ClusterNetworkPolicies and Nodes too
+// (kube-cluster-policy.ts, loaded only then).
 import type { Logger } from 'pino';
 import type { Informer, KubeClient, KubeObject } from '../kube/index.js';
 import type { ContainerPort, NetworkPolicy, PolicyNamespace, PolicyPod, PolicySource, Protocol, SourceChange } from '../policy/types.js';
+import type { ClusterPolicyInformers, WatchedList } from './kube-cluster-policy.js';
 
 interface Pod extends KubeObject {
   spec?: { nodeName?: string; hostNetwork?: boolean; containers?: Container[]; initContainers?: Container[] };
@@ -69,6 +72,7 @@ export class KubePolicies implements PolicySource {
     private readonly namespaces: Informer<Namespace>,
     private readonly policies: Informer<Policy>,
     private readonly log: Logger,
+    private readonly tiers?: ClusterPolicyInformers,
   ) {
     // A Pod changes often (status, conditions): only a change of what policy reads counts.
     pods.onChange((kind, obj, old) => {
@@ -79,7 +83,10 @@ export class KubePolicies implements PolicySource {
     policies.onChange((kind, obj) => this.emit({ kind: 'policy', key: keyOf(obj), ...(kind !== 'delete' && { policy: obj }) }));
     // Changes count once the view was read whole; a relist after the API comes back is
     // reported object by object, as a watch would have (src/kube/informer.ts).
-    for (const inf of [pods, namespaces, policies] as Informer<KubeObject>[]) {
+    // A ClusterNetworkPolicy or Node change: the compiler starts again from the whole view
+    // (the tiers are compiled whole at every pass; docs/network-policy.md).
+    tiers?.onChange(() => this.emit({ kind: 'all' }));
+    for (const inf of this.all()) {
       inf.onState((state, detail) => {
         if (state === 'unreachable') log.warn({ source: description, detail }, 'Kubernetes API unreachable; NetworkPolicy keeps its last view');
         if (!this.announced && this.synced()) {
@@ -97,10 +104,21 @@ export class KubePolicies implements PolicySource {
     return v;
   }
 
-  static async open(kubeconfig: string | undefined, log: Logger): Promise<KubePolicies> {
+  /** Every informer by the name its state is reported under. */
+  private named(): Record<string, WatchedList> {
+    return { pods: this.pods, namespaces: this.namespaces, networkpolicies: this.policies, ...this.tiers?.informers };
+  }
+
+  private all(): WatchedList[] {
+    return Object.values(this.named());
+  }
+
+  static async open(kubeconfig: string | undefined, log: Logger, clusterPolicies = false): Promise<KubePolicies> {
     const { Informer, KubeClient, loadKubeAccess } = await import('../kube/index.js');
     const access = loadKubeAccess({ ...(kubeconfig && { kubeconfig }) });
-    const client = new KubeClient(access, { userAgent: 'knit/network-policy' });
+    // A connection per watch (pods, namespaces, networkpolicies; with ClusterNetworkPolicy
+    // clusternetworkpolicies and nodes too) and one for the pods looked up at an admit.
+    const client = new KubeClient(access, { userAgent: 'knit/network-policy', connections: (clusterPolicies ? 5 : 3) + 1 });
     return new KubePolicies(
       access.source,
       client,
@@ -108,6 +126,7 @@ export class KubePolicies implements PolicySource {
       new Informer<Namespace>(client, '/api/v1/namespaces', { transform: nsKept }),
       new Informer<Policy>(client, '/apis/networking.k8s.io/v1/networkpolicies', { transform: policyKept }),
       log,
+      clusterPolicies ? await (await import('./kube-cluster-policy.js')).clusterPolicyInformers(client) : undefined,
     );
   }
 
@@ -117,11 +136,11 @@ export class KubePolicies implements PolicySource {
   }
 
   start(): void {
-    for (const inf of [this.pods, this.namespaces, this.policies]) inf.start();
+    for (const inf of this.all()) inf.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.pods.stop(), this.namespaces.stop(), this.policies.stop()]);
+    await Promise.all(this.all().map((i) => i.stop()));
     this.client.close();
   }
 
@@ -130,13 +149,12 @@ export class KubePolicies implements PolicySource {
   }
 
   synced(): boolean {
-    if (!this.ever) this.ever = [this.pods, this.namespaces, this.policies].every((i) => i.state === 'synced');
+    if (!this.ever) this.ever = this.all().every((i) => i.state === 'synced');
     return this.ever;
   }
 
   state() {
-    const infs = { pods: this.pods, namespaces: this.namespaces, networkpolicies: this.policies };
-    const bad = Object.entries(infs).find(([, i]) => i.state !== 'synced');
+    const bad = Object.entries(this.named()).find(([, i]) => i.state !== 'synced');
     return bad ? { state: bad[1].state, detail: `${bad[0]}: ${bad[1].detail}` } : { state: 'synced', detail: `${this.policies.list().length} policies, ${this.pods.list().length} pods` };
   }
 
@@ -145,6 +163,7 @@ export class KubePolicies implements PolicySource {
       policies: this.policies.list() as NetworkPolicy[],
       namespaces: this.namespaces.list().map(nsView),
       pods: this.pods.list().map((p) => this.viewOf(p)),
+      ...this.tiers?.view(),
     };
   }
 
@@ -162,6 +181,6 @@ export class KubePolicies implements PolicySource {
 
   async waitSynced(timeoutMs: number): Promise<void> {
     const signal = AbortSignal.timeout(timeoutMs);
-    await Promise.all([this.pods, this.namespaces, this.policies].map((i) => i.waitSynced(signal))).catch(() => this.log.warn({ source: this.description, timeoutMs }, 'no NetworkPolicy view yet; the table stays as it is until there is one'));
+    await Promise.all(this.all().map((i) => i.waitSynced(signal))).catch(() => this.log.warn({ source: this.description, timeoutMs }, 'no NetworkPolicy view yet; the table stays as it is until there is one'));
   }
 }

@@ -15,8 +15,11 @@ import { canonical, ViewIndex } from '../policy/view-index.js';
 import type { PolicyRuleset } from '../policy/compile.js';
 import { IncrementalCompiler, type LocalInput } from '../policy/incremental.js';
 import { committed, emptyKernel, heldWithChanges, parseKernel, transaction, type KernelPolicy } from '../policy/ruleset.js';
-import { forwardVerdict } from '../policy/datapath.js';
+import { forwardVerdict, localVerdict } from '../policy/datapath.js';
 import { evaluate } from '../policy/evaluate.js';
+import { TierIndex, evaluateTiered } from '../policy/cluster-policy-evaluate.js';
+import { withTiers } from '../policy/cluster-policy-compile.js';
+import { tierCounter } from '../policy/cluster-policy-nft.js';
 import { KnitError } from '../base/errors.js';
 import { familyOfText, type IpFamily } from '../ipam/ip.js';
 import type { PolicyAnswer, PolicyQuestion } from '../api/knit-service.js';
@@ -26,6 +29,7 @@ import { nft, type PolicyAction } from './host-actions.js';
 import type { KnitMetrics } from './metrics.js';
 
 const CONNTRACK = '/usr/sbin/conntrack';
+
 /** How long start-up waits for the source's first view before serving (rules stay as found). */
 const FIRST_VIEW_MS = 5_000;
 /** A pass even when nothing changed: what someone removed from the table by hand comes back. */
@@ -35,11 +39,11 @@ const RESYNC_MS = 60_000;
 export async function openPolicySource(settings: NetworkPolicySettings, cluster: ClusterSettings | undefined, log: Logger): Promise<PolicySource> {
   if (settings.literal) {
     const { LiteralPolicies } = await import('../policy/literal.js');
-    return new LiteralPolicies(settings.literal);
+    return new LiteralPolicies(settings.literal, settings.clusterNetworkPolicies);
   }
   const { KubePolicies } = await import('./kube-policy.js');
   try {
-    return await KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log);
+    return await KubePolicies.open(settings.kubeconfig ?? cluster?.kubeconfig, log, settings.clusterNetworkPolicies);
   } catch (err) {
     // No kubeconfig, no ServiceAccount: knit still serves, keeps the table it finds, and
     // isolates the pods that come (fail closed) rather than exit in a crash loop.
@@ -81,6 +85,11 @@ export class PolicyController {
    * made when first asked. */
   private explained: IncrementalCompiler | undefined;
   private index: ViewIndex | undefined;
+  /** The last pass's ClusterNetworkPolicies, indexed on the view ExplainPolicy judges. */
+  private tiers: TierIndex | undefined;
+  /** This node's own addresses (from the node list, with ClusterNetworkPolicy on): a flow to
+   * one of them meets the input hook. */
+  private nodeAddrs = new Set<string>();
   private running: Promise<void> = Promise.resolve();
   private pending = false;
   private timer: NodeJS.Timeout | undefined;
@@ -257,11 +266,40 @@ export class PolicyController {
       } else if (c.kind === 'local') compiler.setLocal(c.id, c.input);
     }
     const touched = compiler.flush();
-    const rs = compiler.ruleset;
+    let rs = compiler.ruleset;
     this.index = undefined;
     this.explained = compiler;
-    if (whole || touched.counters.size) this.counterOf = new Map(compiler.counters().map((c) => [c.name, { policy: c.policy, direction: c.direction, verdict: c.verdict }]));
-    const only = whole ? undefined : touched;
+    if (whole || touched.counters.size || this.tiers) this.counterOf = new Map(compiler.counters().map((c) => [c.name, { policy: c.policy, direction: c.direction, verdict: c.verdict }]));
+    let only = whole ? undefined : touched;
+    // ClusterNetworkPolicy: its tiers compiled whole at every pass, on a copy of the share the
+    // compiler keeps (which stays NetworkPolicy's alone), and the transaction diffs it whole.
+    const view = source.view();
+    this.tiers = undefined;
+    this.nodeAddrs = new Set();
+    if (view.clusterNetworkPolicies) {
+      const nodes = view.policyNodes ?? [];
+      this.index = new ViewIndex({ ...compiler.view(), nodes: Object.fromEntries(nodes.map((n) => [n.name, n.ips])) });
+      const tiers = new TierIndex(this.index, view.clusterNetworkPolicies, nodes);
+      for (const p of tiers.policies) {
+        const said = p.problems.join('; ');
+        if (said && this.reported.get(p.key) !== said) this.deps.log.warn({ policy: p.key, problems: p.problems }, 'ClusterNetworkPolicy knit cannot read whole: each rule it cannot read fails closed (an Accept matches nothing, a Deny or Pass denies all)');
+        if (said) this.reported.set(p.key, said);
+        else this.reported.delete(p.key);
+      }
+      for (const key of this.reported.keys()) if (key.startsWith('cnp:') && !tiers.policies.some((p) => p.key === key)) this.reported.delete(key);
+      rs = withTiers(rs, tiers, compiler.localShare());
+      only = undefined;
+      this.tiers = tiers;
+      this.nodeAddrs = new Set((nodes.find((n) => n.name === this.deps.nodeName)?.ips ?? []).map(canonical));
+      for (const p of tiers.policies) {
+        for (const direction of ['ingress', 'egress'] as const) {
+          for (const [action, verdict] of [['Accept', 'accepted'], ['Deny', 'denied'], ['Pass', 'passed']] as const) {
+            const name = tierCounter(p.key, direction, action);
+            if (rs.counters.includes(name)) this.counterOf.set(name, { policy: p.key, direction, verdict });
+          }
+        }
+      }
+    }
     const tx = transaction(this.table, this.kernel, rs, only);
     if (tx) {
       await nft(undefined, ['-f', '-'], tx);
@@ -272,7 +310,7 @@ export class PolicyController {
     this.last = rs;
     // Only a change that takes something away can deny a flow that was allowed: a pass that
     // only adds allowed elements lists no conntrack table.
-    if (tx && /^(delete element|add element inet \S+ (in|out)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => this.deps.log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
+    if (tx && /^(delete element|add element inet \S+ (in|out|local)[46] )/m.test(tx)) await this.cutDenied(rs).catch((err: Error) => this.deps.log.warn({ err: err.message }, 'NetworkPolicy: removing conntrack entries of flows now denied failed'));
   }
 
   /** A policy knit cannot express is logged once per set of problems. */
@@ -302,9 +340,11 @@ export class PolicyController {
       for (const line of listed.split('\n')) {
         const flow = parseConntrack(line);
         if (!flow) continue;
-        // As the forward hook saw it: after any DNAT, so a Service flow is judged on its
-        // backend (the reply's source), as the table judges its packets.
-        if (forwardVerdict(rs, { src: flow.src, dst: flow.replySrc, proto: flow.proto, dport: flow.replySport }) === 'accept') continue;
+        // As the hooks saw it: after any DNAT, so a Service flow is judged on its backend (the
+        // reply's source), as the table judges its packets; to this node's own address, by the
+        // input hook's maps.
+        const pkt = { src: flow.src, dst: flow.replySrc, proto: flow.proto, dport: flow.replySport };
+        if ((this.nodeAddrs.has(canonical(pkt.dst)) ? localVerdict : forwardVerdict)(rs, pkt) === 'accept') continue;
         const args = ['-D', '-f', family, '-s', flow.src, '-d', flow.dst, '-p', String(flow.protoName)];
         if (flow.sport !== undefined && flow.dport !== undefined) args.push('--sport', String(flow.sport), '--dport', String(flow.dport));
         await conntrack(args).catch(() => undefined); // gone meanwhile
@@ -336,7 +376,8 @@ export class PolicyController {
     const fromIp = ipOf(q.from, 'from', other(q.to));
     const toIp = ipOf(q.to, 'to', familyOfText(fromIp));
     if (familyOfText(fromIp) !== familyOfText(toIp)) throw KnitError.invalid('to', `${toIp} is not of ${fromIp}'s family`);
-    const v = evaluate(ix, { src: fromIp, dst: toIp, protocol: q.protocol, ...(q.port !== undefined && { port: q.port }) });
+    const flow = { src: fromIp, dst: toIp, protocol: q.protocol, ...(q.port !== undefined && { port: q.port }) };
+    const v = this.tiers ? evaluateTiered(ix, this.tiers, [], flow) : evaluate(ix, flow);
     return { allowed: v.allowed, fromIp, toIp, egress: v.egress, ingress: v.ingress };
   };
 

@@ -16,6 +16,10 @@ export interface ClientOptions {
   userAgent?: string;
   /** A call's deadline, until the whole answer is in (a watch: until it starts streaming). */
   timeoutMs?: number;
+  /** Connections kept to the server (default MAX_CONNECTIONS). A watch holds one for as long
+   * as it streams, and a call beyond them waits for one: a client of N informers needs N + 1,
+   * or a watch waits in the queue, sees nothing, and fails at its deadline. */
+  connections?: number;
 }
 
 export interface ListQuery {
@@ -59,7 +63,7 @@ export class KubeClient {
   private readonly userAgent: string;
 
   constructor(readonly access: KubeAccess, opts: ClientOptions = {}) {
-    this.agent = makeAgent(access);
+    this.agent = makeAgent(access, opts.connections);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.userAgent = opts.userAgent ?? 'knit';
   }

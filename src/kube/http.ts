@@ -24,11 +24,12 @@ export function callName(method: string, url: URL): string {
   return `${method} ${url.origin}${url.pathname}${url.searchParams.get('watch') === 'true' ? '?watch=true' : ''}`;
 }
 
-export function makeAgent(access: KubeAccess): http.Agent {
+export function makeAgent(access: KubeAccess, connections = MAX_CONNECTIONS): http.Agent {
   // HTTP/1.1 carries one call per connection, so the agent opens one for each call in flight
   // and keeps it: unlimited, a burst of claims prepared at once left 15 TLS connections open to
-  // the API server. Four carry a watch and the calls beside it; more calls wait for one.
-  const keepAlive = { keepAlive: true, scheduling: 'lifo' as const, maxSockets: MAX_CONNECTIONS };
+  // the API server. Four carry a watch and the calls beside it; more calls wait for one. A
+  // client with more watches says how many it needs.
+  const keepAlive = { keepAlive: true, scheduling: 'lifo' as const, maxSockets: connections };
   if (access.server.startsWith('http:')) return new http.Agent(keepAlive);
   return new https.Agent({
     ...keepAlive,

@@ -11,6 +11,7 @@ import type { Peer, Policy, PortMatch, Rule } from './normalize.js';
 import { resolvePort } from './evaluate.js';
 import { PROTOCOL_NUMBER, type Direction, type PolicyPod } from './types.js';
 import { policySelects, type ViewIndex } from './view-index.js';
+import type { TierChain } from './cluster-policy-nft.js';
 
 /** A rule's set: addresses only (a rule without ports), or address . protocol . port. */
 export interface SetSpec {
@@ -57,12 +58,16 @@ export function deniedLimit(s: DeniedLogSettings): { name: string; spec: string 
   return { name: `l_${shortHash(spec)}`, spec };
 }
 
-export type MapName = 'in4' | 'in6' | 'out4' | 'out6';
-export const MAP_NAMES: readonly MapName[] = ['in4', 'in6', 'out4', 'out6'];
+/** in/out: the forward hook's maps, by destination and by source. local: a pod's egress to
+ * its own node (the input hook), where only ClusterNetworkPolicy applies (cluster-policy-compile.ts). */
+export type MapName = 'in4' | 'in6' | 'out4' | 'out6' | 'local4' | 'local6';
+export const MAP_NAMES: readonly MapName[] = ['in4', 'in6', 'out4', 'out6', 'local4', 'local6'];
+export const emptyMaps = () => Object.fromEntries(MAP_NAMES.map((m) => [m, new Map<string, string>()])) as Record<MapName, Map<string, string>>;
 
 export interface PolicyRuleset {
   sets: Map<string, SetSpec>;
-  chains: Map<string, GroupChain>;
+  /** NetworkPolicy's group chains, and ClusterNetworkPolicy's tier chains (cluster-policy-nft.ts). */
+  chains: Map<string, GroupChain | TierChain>;
   /** Isolated local pod address (canonical text) → its group chain. */
   maps: Record<MapName, Map<string, string>>;
   /** Local pods' addresses: a pod reaching itself always passes. */
@@ -174,7 +179,7 @@ export function deniedLog(s: DeniedLogSettings | undefined): { log: GroupChain['
 export function compileRuleset(ix: ViewIndex, local: LocalPod[], logDenied?: DeniedLogSettings): PolicyRuleset {
   const out: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
-    maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
+    maps: emptyMaps(),
     self: { 4: [], 6: [] }, counters: [], limits: new Map(),
   };
   const logging = deniedLog(logDenied);

@@ -1,10 +1,12 @@
-// The compiled ruleset read as the kernel runs it (ruleset.ts's base chain, the verdict maps,
-// each group chain's lookups): which of the flows conntrack holds a change now denies, so
-// their entries go (src/daemon/policy.ts), and what the unit tests compare with the oracle.
+// The compiled ruleset read as the kernel runs it (ruleset.ts's base chains, the verdict maps,
+// each group chain's lookups, ClusterNetworkPolicy's tier chains): which of the flows
+// conntrack holds a change now denies, so their entries go (src/daemon/policy.ts), and what
+// the unit tests compare with the oracle.
 // Replies are not judged here: the base chain accepts them before any of this.
 import { formatIp, tryParseIp, type IpFamily } from '../ipam/ip.js';
 import type { PolicyRuleset, SetSpec } from './compile.js';
 import type { Box } from './boxes.js';
+import { isTierChain } from './cluster-policy-nft.js';
 
 function interval(text: string): [bigint, bigint] {
   if (text.includes('/')) {
@@ -55,19 +57,36 @@ export function forwardVerdict(rs: PolicyRuleset, pkt: Packet): 'accept' | 'drop
   if (s.value === d.value && rs.self[family].includes(formatIp(s))) return 'accept';
   for (const [dir, addr] of [['in', d], ['out', s]] as const) {
     const target = rs.maps[`${dir}${family}` as const].get(formatIp(addr));
-    if (!target) continue;
-    const chain = rs.chains.get(target)!;
-    const peer = dir === 'in' ? s.value : d.value;
-    const allowed = chain.rules.some((r) => {
-      if (!r.set) return true;
-      const set = rs.sets.get(r.set)!;
-      return boxesOf(set).some((b) => {
-        if (peer < b.lo || peer > b.hi) return false;
-        if (set.kind === 'addr') return true;
-        return pkt.proto >= b.plo && pkt.proto <= b.phi && pkt.dport !== undefined && pkt.dport >= b.tlo && pkt.dport <= b.thi;
-      });
-    });
-    if (!allowed) return 'drop';
+    if (target && !chainAllows(rs, target, dir === 'in' ? s.value : d.value, pkt)) return 'drop';
   }
   return 'accept';
+}
+
+/** What this node's input hook does with a pod's original-direction packet to the node itself. */
+export function localVerdict(rs: PolicyRuleset, pkt: Packet): 'accept' | 'drop' {
+  const s = tryParseIp(pkt.src)!;
+  const target = rs.maps[`local${s.family}` as const].get(formatIp(s));
+  return !target || chainAllows(rs, target, tryParseIp(pkt.dst)!.value, pkt) ? 'accept' : 'drop';
+}
+
+/** Whether the chain a map sent the packet to lets it through: a NetworkPolicy group chain
+ * when one of its rules allows it; a ClusterNetworkPolicy tier chain by its first matching
+ * rule's action, going on to the chain after the tier on a Pass or no match. */
+function chainAllows(rs: PolicyRuleset, name: string, peer: bigint, pkt: Packet): boolean {
+  for (let chain = rs.chains.get(name)!; ;) {
+    if (!isTierChain(chain)) return chain.rules.some((r) => !r.set || setHas(rs.sets.get(r.set)!, peer, pkt));
+    const hit = chain.rules.find((r) => !r.set || setHas(rs.sets.get(r.set)!, peer, pkt));
+    if (hit?.action === 'Accept') return true;
+    if (hit?.action === 'Deny') return false;
+    if (!chain.next) return true;
+    chain = rs.chains.get(chain.next)!;
+  }
+}
+
+function setHas(set: SetSpec, peer: bigint, pkt: Packet): boolean {
+  return boxesOf(set).some((b) => {
+    if (peer < b.lo || peer > b.hi) return false;
+    if (set.kind === 'addr') return true;
+    return pkt.proto >= b.plo && pkt.proto <= b.phi && pkt.dport !== undefined && pkt.dport >= b.tlo && pkt.dport <= b.thi;
+  });
 }

@@ -130,6 +130,7 @@ export function deniedLine(p: DeniedPacket, timeMs: number, chain: string, rs: P
     ...(srcPod && { srcPod }),
     ...(dstPod && { dstPod }),
     chain,
-    policies: c?.policies ?? [],
+    // Only group chains log (tier chains' drops are counted, not logged).
+    policies: c && 'policies' in c ? c.policies : [],
   };
 }

@@ -47,7 +47,9 @@ export function evaluate(view: PolicyView | ViewIndex, flow: Flow): Verdict {
   return { allowed: egress.allowed && ingress.allowed, egress, ingress };
 }
 
-function side(ix: ViewIndex, d: Direction, pod: PolicyPod | undefined, other: PolicyPod | undefined, flow: Flow): SideVerdict {
+/** One direction's verdict by NetworkPolicy alone (the tiered oracle, cluster-policy-evaluate.ts,
+ * takes it as the NetworkPolicy tier's). */
+export function side(ix: ViewIndex, d: Direction, pod: PolicyPod | undefined, other: PolicyPod | undefined, flow: Flow): SideVerdict {
   if (!pod) return { allowed: true, selecting: [], allowedBy: [], why: `no pod ${d === 'egress' ? 'sends' : 'receives'} it here (${d === 'egress' ? flow.src : flow.dst})` };
   const name = `${pod.namespace}/${pod.name}`;
   const otherIp = d === 'egress' ? flow.dst : flow.src;

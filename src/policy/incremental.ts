@@ -10,7 +10,7 @@
 // first this node's pods whose policies may select them differently (their chains, map
 // entries, counters, and the sets those chains look up), then the sets whose peers changed.
 import { tryParseIp, formatIp } from '../ipam/ip.js';
-import { deniedLog, fullRange, podShare, ruleSet, type CounterDef, type DeniedLogSettings, type GroupChain, type LocalPod, type PodShare, type PolicyRuleset, type SetDef, type SetSpec } from './compile.js';
+import { deniedLog, emptyMaps, fullRange, podShare, ruleSet, type CounterDef, type DeniedLogSettings, type GroupChain, type LocalPod, type PodShare, type PolicyRuleset, type SetDef, type SetSpec } from './compile.js';
 import type { Policy } from './normalize.js';
 import { groupKeyOfBlock, groupKeyOfPeer, PeerGroups } from './peer-groups.js';
 import { noneTouched, type Touched } from './ruleset.js';
@@ -56,7 +56,7 @@ export class IncrementalCompiler {
   /** What the node's table should hold; flush() brings it up to date. */
   readonly ruleset: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
-    maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
+    maps: emptyMaps(),
     self: { 4: [], 6: [] }, counters: [], limits: new Map(),
   };
 
@@ -240,6 +240,11 @@ export class IncrementalCompiler {
     for (const [key, pod] of this.sources) if (!this.localIdsByKey.has(key) && !pod.ips.some((ip) => this.localIps.has(canonical(ip)))) pods.push(pod);
     pods.push(...this.localPods.values());
     return { policies: [...this.rawPolicies.values()], namespaces: [...this.namespaces.values()], pods, nodes: {} };
+  }
+
+  /** This node's pods as the share compiles them (ClusterNetworkPolicy's tiers take the same). */
+  localShare(): LocalPod[] {
+    return [...this.localPods.values()];
   }
 
   /** The pod at an address in that view (the denied log names both ends by it). */

@@ -1,22 +1,24 @@
-// The policy view from the config (networkPolicy.literal): namespaces, pods and policies given
-// as they are, for clusters tried without the API and for the tests. Always synced; a config
-// reload replaces it. A pod the list does not name is a pod without labels.
+// The policy view from the config (networkPolicy.literal): namespaces, pods and policies (and
+// ClusterNetworkPolicies and nodes) given as they are, for clusters tried without the API and
+// for the tests. Always synced; a config reload replaces it. A pod the list does not name is a pod without labels.
 import type { NetworkPolicySettings } from '../config/index.js';
 import type { NetworkPolicy, PolicyPod, PolicySource, PolicyView, SourceChange } from './types.js';
+import type { ClusterNetworkPolicy } from './cluster-policy.js';
 
 type Literal = NonNullable<NetworkPolicySettings['literal']>;
 
 export class LiteralPolicies implements PolicySource {
   readonly description = 'the config (networkPolicy.literal)';
-  private current: Pick<PolicyView, 'policies' | 'namespaces' | 'pods'>;
+  private current: ReturnType<PolicySource['view']>;
   private readonly listeners: ((change: SourceChange) => void)[] = [];
 
-  constructor(literal: Literal) {
-    this.current = viewOf(literal);
+  /** `clusterPolicies`: networkPolicy.clusterNetworkPolicies (the lists' ClusterNetworkPolicies and nodes count). */
+  constructor(literal: Literal, private readonly clusterPolicies = false) {
+    this.current = viewOf(literal, clusterPolicies);
   }
 
   replace(literal: Literal): void {
-    this.current = viewOf(literal);
+    this.current = viewOf(literal, this.clusterPolicies);
     for (const fn of this.listeners) fn({ kind: 'all' });
   }
 
@@ -39,10 +41,14 @@ export class LiteralPolicies implements PolicySource {
   }
 }
 
-function viewOf(l: Literal): Pick<PolicyView, 'policies' | 'namespaces' | 'pods'> {
+function viewOf(l: Literal, clusterPolicies: boolean): ReturnType<PolicySource['view']> {
   return {
     namespaces: Object.entries(l.namespaces).map(([name, ns]) => ({ name, labels: ns.labels })),
     pods: l.pods.map((p) => ({ ...p, ports: p.ports })),
     policies: l.policies as unknown as NetworkPolicy[],
+    ...(clusterPolicies && {
+      clusterNetworkPolicies: l.clusterNetworkPolicies as unknown as ClusterNetworkPolicy[],
+      policyNodes: Object.entries(l.nodes).map(([name, n]) => ({ name, labels: n.labels, ips: n.ips })),
+    }),
   };
 }

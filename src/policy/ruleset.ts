@@ -6,11 +6,14 @@
 // as it goes) and the kernel applies it whole or not at all: no packet sees a state between.
 import { tryParseIp, formatIp, type IpFamily } from '../ipam/ip.js';
 import { intervalText, type Box, boxText } from './boxes.js';
-import { allowCounter, denyCounter, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
+import { allowCounter, denyCounter, emptyMaps, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
+import { chainDeleteRank, isTierChain, tierChainRules, type TierChain } from './cluster-policy-nft.js';
 
 /** The base chain's name carries the layout's version: a knit that finds another rebuilds
- * the table whole, in one transaction. */
-export const BASE_CHAIN = 'forward1';
+ * the table whole, in one transaction. 2: the input chain and the local maps. */
+export const BASE_CHAIN = 'forward2';
+/** The base chain of pods' traffic to their own node (ClusterNetworkPolicy's egress there). */
+export const INPUT_CHAIN = 'input2';
 
 /** A set as the kernel holds it. */
 export interface KernelSet {
@@ -41,8 +44,10 @@ function setDecl(name: string, s: { family: IpFamily; kind: 'addr' | 'concat' | 
 
 /** A group chain's rules: the node always reaches its pods; each allowing rule is one lookup;
  * what none allows is counted against each selecting policy, logged (within the rate, with
- * the chain's name as prefix: the log's reader finds the policies by it) and dropped. */
-export function chainRules(name: string, c: GroupChain): string[] {
+ * the chain's name as prefix: the log's reader finds the policies by it) and dropped. A tier
+ * chain's rules are cluster-policy-nft.ts's. */
+export function chainRules(name: string, c: GroupChain | TierChain): string[] {
+  if (isTierChain(c)) return tierChainRules(c);
   const ip = ipKw(c.family);
   const peer = c.direction === 'ingress' ? 'saddr' : 'daddr';
   const rules: string[] = [];
@@ -76,6 +81,17 @@ function baseRules(): string[] {
   ];
 }
 
+/** A pod's packets to its own node: replies and ND pass; the rest through its local chain. */
+function inputRules(): string[] {
+  return [
+    'type filter hook input priority filter; policy accept;',
+    'ct state established,related ct direction reply accept',
+    'icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, nd-redirect } accept',
+    'ip saddr vmap @local4',
+    'ip6 saddr vmap @local6',
+  ];
+}
+
 const selfSet = (f: IpFamily, addrs: string[]): KernelSet => ({ family: f, kind: 'self', elements: new Set(addrs.map((a) => `${a} . ${a}`)) });
 const SELF_SETS = ['self4', 'self6'] as const;
 
@@ -95,7 +111,7 @@ export function wanted(r: PolicyRuleset): KernelPolicy {
 }
 
 export const emptyKernel = (): KernelPolicy => ({
-  base: false, sets: new Map(), maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() }, chains: new Set(), counters: new Set(), limits: new Set(),
+  base: false, sets: new Map(), maps: emptyMaps(), chains: new Set(), counters: new Set(), limits: new Set(),
 });
 
 /** What one incremental change touched, by name (src/policy/incremental.ts): a transaction
@@ -113,7 +129,7 @@ export interface Touched {
 
 export const noneTouched = (): Touched => ({
   sets: new Set(), chains: new Set(), counters: new Set(), limits: new Set(), self: false,
-  maps: { in4: new Set(), in6: new Set(), out4: new Set(), out6: new Set() },
+  maps: Object.fromEntries(MAP_NAMES.map((m) => [m, new Set<string>()])) as Record<MapName, Set<string>>,
 });
 
 /** The names a transaction compares: what `only` names, else everything on either side. */
@@ -152,7 +168,8 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     for (const [name, s] of want.sets) out.push(`\t${setDecl(name, s)}`);
     for (const m of MAP_NAMES) out.push(`\tmap ${m} { type ${addrType(m.endsWith('4') ? 4 : 6)} : verdict; }`);
     for (const name of want.chains) out.push(`\tchain ${name} {`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `\t\t${r}`), '\t}');
-    out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}', '}');
+    out.push(`\tchain ${BASE_CHAIN} {`, ...baseRules().map((r) => `\t\t${r}`), '\t}');
+    out.push(`\tchain ${INPUT_CHAIN} {`, ...inputRules().map((r) => `\t\t${r}`), '\t}', '}');
     for (const [name, s] of want.sets) if (s.elements.size) out.push(`add element ${T} ${name} { ${[...s.elements].join(', ')} }`);
     for (const m of MAP_NAMES) if (want.maps[m].size) out.push(`add element ${T} ${m} { ${[...want.maps[m]].map(([a, c]) => `${a} : jump ${c}`).join(', ')} }`);
     return `${out.join('\n')}\n`;
@@ -184,7 +201,9 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (come.length) out.push(`add element ${T} ${m} { ${come.map((a) => `${a} : jump ${want(m, a)}`).join(', ')} }`);
   }
   // 5. What nothing uses any more: chains, then the sets, counters and limits they used.
-  for (const name of names.chains) if (have.chains.has(name) && !wantRs.chains.has(name)) out.push(`delete chain ${T} ${name}`);
+  // A tier chain goes before the chains it goes to (the kernel refuses a chain still in use).
+  const goneChains = names.chains.filter((name) => have.chains.has(name) && !wantRs.chains.has(name));
+  for (const name of goneChains.sort((a, b) => chainDeleteRank(a) - chainDeleteRank(b))) out.push(`delete chain ${T} ${name}`);
   for (const [name, s] of wantSets) if (!s && have.sets.has(name)) out.push(`delete set ${T} ${name}`);
   for (const c of names.counters) if (have.counters.has(c) && !wantCounters.has(c)) out.push(`delete counter ${T} ${c}`);
   for (const name of names.limits) if (have.limits.has(name) && !wantRs.limits.has(name)) out.push(`delete limit ${T} ${name}`);
@@ -245,7 +264,7 @@ export function parseKernel(json: string): KernelPolicy {
   for (const o of objects) {
     if (o.chain) {
       if (o.chain.name === BASE_CHAIN) k.base = true;
-      else k.chains.add(o.chain.name);
+      else if (o.chain.name !== INPUT_CHAIN) k.chains.add(o.chain.name);
     } else if (o.counter) k.counters.add(o.counter.name);
     else if (o.limit) k.limits.add(o.limit.name);
     else if (o.map && MAP_NAMES.includes(o.map.name)) {
@@ -306,7 +325,7 @@ export function isolationChain(direction: GroupChain['direction'], family: IpFam
 export function heldWithChanges(have: KernelPolicy, keep: (ip: string) => boolean, isolate: string[]): PolicyRuleset {
   const rs: PolicyRuleset = {
     sets: new Map(), chains: new Map(),
-    maps: { in4: new Map(), in6: new Map(), out4: new Map(), out6: new Map() },
+    maps: emptyMaps(),
     self: { 4: [], 6: [] }, counters: [...have.counters],
     // Kept as they are: the chains that use them stay (their spec is never written again).
     limits: new Map([...have.limits].map((name) => [name, ''])),

@@ -1,3 +1,5 @@
+import type { ClusterPolicyView } from './cluster-policy.js';
+
 // What the policy layer reads of the cluster, as plain data: NetworkPolicy objects as the API
 // serves them (networking.k8s.io/v1, the fields knit reads), and the few fields of Pods,
 // Namespaces and Nodes that decide a verdict. The daemon fills these from its informers or
@@ -108,7 +110,7 @@ export interface PolicySource {
    * changes nothing it holds (a restart with the API down keeps its rules). */
   synced(): boolean;
   state(): { state: string; detail: string };
-  view(): Pick<PolicyView, 'policies' | 'namespaces' | 'pods'>;
+  view(): Pick<PolicyView, 'policies' | 'namespaces' | 'pods'> & ClusterPolicyView;
   /** A pod's labels and named ports for its admit: the view's, else a bounded look-up of the
    * pod itself; 'unknown' when nothing answers (knit then fails closed). */
   pod(namespace: string, name: string): Promise<PolicyPod | 'unknown'>;

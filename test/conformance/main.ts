@@ -1,8 +1,10 @@
-// `npm run conformance [-- --suite conformance,sig-network,netpol] [--focus <regex>]`
+// `npm run conformance [-- --suite conformance,sig-network,netpol,cnp] [--focus <regex>]`
 // (scripts/conformance.mjs builds first): brings up knit's cluster
 // (test/fixtures/kube-full-cluster.ts), runs the chosen upstream suites (suites.ts; default
-// all three) with a progress line per spec, writes each suite's JUnit report and summary.md into
-// conformance/results/, takes the cluster down, and checks the machine is as it was.
+// the first three) with a progress line per spec, writes each suite's JUnit report and
+// summary.md into conformance/results/, takes the cluster down, and checks the machine is as it
+// was. `cnp` is the network-policy-api conformance suite (cnp.ts): the cluster then has
+// ClusterNetworkPolicy on, and its reports and cnp.md go beside summary.md.
 // --focus narrows every chosen suite to the specs that also match it (for a look at one spec);
 // --kubeconfig <file> runs against a cluster that is already up (full-up.js's) and leaves it.
 // Exit 0 when no spec failed and the machine is as found. README "Kubernetes conformance".
@@ -19,6 +21,8 @@ import { abortRuns, runSuite, summaryMarkdown, type RunTarget, type SuiteResult 
 import { conformanceBinaries } from '../fixtures/conformance-binaries.js';
 import { kubeBinaries } from '../fixtures/kube-binaries.js';
 import { SUITES, type Suite } from './suites.js';
+import { abortCnp, CHANNELS, cnpMarkdown, runCnpChannel, type CnpRun } from './cnp.js';
+import { cnpConformance } from '../fixtures/cnp-conformance.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const SEG = 202;
@@ -29,10 +33,12 @@ function arg(name: string): string | undefined {
 }
 
 const names = (arg('suite') ?? 'conformance,sig-network,netpol').split(',').filter(Boolean);
-for (const n of names) if (!(n in SUITES)) throw new Error(`--suite: no suite ${JSON.stringify(n)} (there are ${Object.keys(SUITES).join(', ')})`);
+for (const n of names) if (!(n in SUITES) && n !== 'cnp') throw new Error(`--suite: no suite ${JSON.stringify(n)} (there are ${[...Object.keys(SUITES), 'cnp'].join(', ')})`);
+const withCnp = names.includes('cnp');
 const focus = arg('focus');
+if (focus && withCnp) throw new Error('--focus: the cnp suite has no specs to focus on (run it alone, without --focus)');
 const existing = arg('kubeconfig');
-const suites: Suite[] = names.map((n) => {
+const suites: Suite[] = names.filter((n) => n !== 'cnp').map((n) => {
   const s = SUITES[n as Suite['name']];
   return focus ? { ...s, focus: `(${s.focus}).*(${focus})|(${focus}).*(${s.focus})` } : s;
 });
@@ -49,19 +55,30 @@ process.on('SIGINT', () => {
   interrupted = true;
   console.log('conformance: interrupted; tearing down');
   abortRuns();
+  abortCnp();
   void cleanup.run().finally(() => process.exit(130));
 });
 
+// The commit knit's image is built from, read before it is: a commit made during the run is not it.
+const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
+  + (execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? '+changes' : '');
 const results: SuiteResult[] = [];
+const cnpRuns: CnpRun[] = [];
 let failure = '';
 const started = Date.now();
 try {
   let target: RunTarget;
+  const cnp = withCnp ? await cnpConformance() : undefined;
   if (existing) {
     const [bins, kube] = [await conformanceBinaries(), await kubeBinaries()];
     target = { e2eTest: bins.e2eTest, ginkgo: bins.ginkgo, kubectl: kube.kubectl, kubeconfig: existing, nodes: 2 };
   } else {
-    const cluster = await startFullCluster(scope, { prefix: P, seg: SEG, log: (l) => log(`conformance: ${l}`) });
+    const cluster = await startFullCluster(scope, {
+      prefix: P,
+      seg: SEG,
+      log: (l) => log(`conformance: ${l}`),
+      ...(cnp && { clusterNetworkPolicies: { crd: cnp.crds.standard }, images: [cnp.agnhostImage] }),
+    });
     target = { e2eTest: cluster.bins.e2eTest, ginkgo: cluster.bins.ginkgo, kubectl: cluster.cp.bins.kubectl, kubeconfig: cluster.cp.adminKubeconfig, nodes: cluster.nodes.length };
   }
   const kubectlVersion = execFileSync(target.kubectl, ['version', '--kubeconfig', target.kubeconfig, '-o', 'json'], { encoding: 'utf8' });
@@ -74,14 +91,32 @@ try {
     log(`conformance: suite ${s.name}: ${r.passed.length} passed, ${r.failed.length} failed, ${r.skipped.length} skipped of ${r.selected} in ${Math.round(r.seconds)} s`);
   }
   const server = JSON.parse(kubectlVersion).serverVersion?.gitVersion ?? '?';
-  const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  if (cnp) {
+    const cnpStarted = Date.now();
+    for (const channel of CHANNELS) {
+      log(`conformance: suite cnp: network-policy-api ${cnp.version}, ClusterNetworkPolicy profile, ${channel} channel`);
+      const r = await runCnpChannel({ suite: cnp, kubectl: target.kubectl, kubeconfig: target.kubeconfig, commit }, channel, { results: resultsDir, logs }, log);
+      cnpRuns.push(r);
+      log(`conformance: suite cnp, ${channel}: standard ${JSON.stringify(r.standard)}${r.experimental ? `, experimental ${JSON.stringify(r.experimental)}` : ''}`);
+    }
+    const cnpHeader = [
+      `# knit: network-policy-api ${cnp.version} conformance (ClusterNetworkPolicy profile)`,
+      '',
+      `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run conformance -- --suite ${names.join(',')}\`, knit ${commit}, Kubernetes ${server}, two nodes,`,
+      `networkPolicy.clusterNetworkPolicies on; the suite's \`conformance.test\` built from the Go module proxy (scripts/build-cnp-conformance.sh); ${Math.round((Date.now() - cnpStarted) / 60000)} min.`,
+      'Its pods\' agnhost keeps its SCTP servers\' containers up although this kernel has no SCTP (scripts/network-policy-api/agnhost-image.sh).',
+      'The bar: kube-network-policies\' published report (conformance/reports/v0.2.0 of the module), 22 standard and 6 experimental passed.',
+    ].join('\n');
+    writeFileSync(path.join(resultsDir, 'cnp.md'), cnpMarkdown(cnpRuns, cnpHeader));
+  }
   const header = [
     '# knit: upstream Kubernetes e2e results',
     '',
     `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run conformance -- --suite ${names.join(',')}${focus ? ` --focus '${focus}'` : ''}\`, knit ${commit}, Kubernetes ${server}`,
     `(e2e.test and ginkgo of the same release), two nodes, kube-proxy nftables, CoreDNS; total ${Math.round((Date.now() - started) / 60000)} min with set-up.`,
   ].join('\n');
-  writeFileSync(path.join(resultsDir, 'summary.md'), summaryMarkdown(results, header));
+  // A cnp-only run leaves the last e2e run's summary as it was.
+  if (suites.length) writeFileSync(path.join(resultsDir, 'summary.md'), summaryMarkdown(results, header));
 } catch (e) {
   failure = (e as Error).stack ?? String(e);
   console.error(`conformance: ${failure}`);
@@ -97,6 +132,7 @@ if (!interrupted) {
     console.error(`conformance: the machine is not as it was:\nbefore ${JSON.stringify(before, null, 1)}\nafter ${JSON.stringify(after, null, 1)}`);
   }
   if (results.length) console.log(`\n${readFileSync(path.join(resultsDir, 'summary.md'), 'utf8')}`);
+  if (cnpRuns.length) console.log(`\n${readFileSync(path.join(resultsDir, 'cnp.md'), 'utf8')}`);
   console.log(`conformance: full output in ${logs}`);
-  process.exit(failure || results.some((r) => r.failed.length) ? 1 : 0);
+  process.exit(failure || results.some((r) => r.failed.length) || cnpRuns.some((r) => r.tests.some((x) => x.state === 'failed')) ? 1 : 0);
 }

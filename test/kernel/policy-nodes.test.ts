@@ -48,6 +48,6 @@ test('two nodes: ingress judged on the destination\'s node, egress on the source
   t.is(tcpHello(b, ip.c, 8080), `from ${ip.b}`, 'x/b → y/c on one node: allowed (c\'s ingress is not isolated)');
   // Each node holds only its own pods in its maps.
   const maps = (ns: string, inst: string) => JSON.parse(sh(ns, '/usr/sbin/nft', '-j', 'list', 'table', 'inet', `knit-${inst}-policy`)).nftables.filter((o: any) => o.map).map((o: any) => [o.map.name, (o.map.elem ?? []).map((e: any) => e[0])]);
-  t.deepEqual(Object.fromEntries(maps(n1.ns, `${P}n1`.replace(/-/g, ''))), { in4: [ip.a], in6: [], out4: [], out6: [] });
-  t.deepEqual(Object.fromEntries(maps(n2.ns, `${P}n2`.replace(/-/g, ''))), { in4: [], in6: [], out4: [ip.c], out6: [] });
+  t.deepEqual(Object.fromEntries(maps(n1.ns, `${P}n1`.replace(/-/g, ''))), { in4: [ip.a], in6: [], out4: [], out6: [], local4: [], local6: [] });
+  t.deepEqual(Object.fromEntries(maps(n2.ns, `${P}n2`.replace(/-/g, ''))), { in4: [], in6: [], out4: [ip.c], out6: [], local4: [], local6: [] });
 });

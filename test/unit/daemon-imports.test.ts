@@ -81,6 +81,16 @@ test('knit serve loads NetworkPolicy (src/policy, the controller, its informers)
   t.deepEqual(rel.filter((f) => f.startsWith('src/policy/') || f === 'src/daemon/policy.js' || f === 'src/daemon/kube-policy.js'), []);
 });
 
+test('NetworkPolicy from the API loads the ClusterNetworkPolicy and Node informers only with clusterNetworkPolicies on', (t) => {
+  const files = new Set<string>();
+  staticPackages(path.join(build, 'src', 'daemon', 'policy.js'), files);
+  staticPackages(path.join(build, 'src', 'daemon', 'kube-policy.js'), files);
+  const rel = [...files].map((f) => path.relative(build, f));
+  t.true(rel.includes('src/daemon/kube-policy.js'));
+  t.false(rel.includes('src/daemon/kube-cluster-policy.js'));
+  t.regex(readFileSync(path.join(build, 'src', 'daemon', 'kube-policy.js'), 'utf8'), /clusterPolicies \? await \(await import\('\.\/kube-cluster-policy\.js'\)\)/);
+});
+
 test('knit serve loads the secondary networks (Multus\'s part: informers, network-status writer) only with a secondaryNetworks block', (t) => {
   const files = new Set<string>();
   staticPackages(path.join(build, 'src', 'daemon', 'serve.js'), files);

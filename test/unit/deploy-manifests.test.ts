@@ -86,12 +86,12 @@ test('the DaemonSet runs knit as a node network daemon: every taint, node-critic
   const mounts = knit.volumeMounts.map((m: any) => m.mountPath);
   for (const p of ['/run/knit', '/var/lib/knit', '/run/netns', '/sys', '/etc/knit']) t.true(mounts.includes(p), p);
   t.truthy(knit.resources.requests && knit.resources.limits);
-  // RBAC: knit reads Nodes, and for NetworkPolicy Pods, Namespaces and NetworkPolicies, and
-  // nothing else; the pod gets the token, and its node's name.
+  // RBAC: knit reads Nodes, and for NetworkPolicy Pods, Namespaces, NetworkPolicies and
+  // ClusterNetworkPolicies, and nothing else; the pod gets the token, and its node's name.
   const read = ['get', 'list', 'watch'];
   t.deepEqual(all().filter(({ o }) => /Role$/.test(o.kind)).map(({ o }) => o.rules), [
     [{ apiGroups: [''], resources: ['nodes'], verbs: read }],
-    [{ apiGroups: [''], resources: ['pods', 'namespaces'], verbs: read }, { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: read }],
+    [{ apiGroups: [''], resources: ['pods', 'namespaces'], verbs: read }, { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: read }, { apiGroups: ['policy.networking.k8s.io'], resources: ['clusternetworkpolicies'], verbs: read }],
   ]);
   for (const name of ['knit-nodes', 'knit-network-policy']) {
     const binding = find('ClusterRoleBinding', name);

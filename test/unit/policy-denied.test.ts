@@ -5,7 +5,7 @@
 import test from 'ava';
 import { validateConfig } from '../../src/config/load.js';
 import { ViewIndex } from '../../src/policy/view-index.js';
-import { compileRuleset, deniedLimit, type PolicyRuleset } from '../../src/policy/compile.js';
+import { compileRuleset, deniedLimit, type GroupChain, type PolicyRuleset } from '../../src/policy/compile.js';
 import { chainRules, emptyKernel, heldWithChanges, parseKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../../src/policy/ruleset.js';
 import { deniedLine, flowKey, parseIpPacket, RecentFlows } from '../../src/policy/denied.js';
 import { ip4, modelView, np } from '../helpers/policy-model.js';
@@ -120,7 +120,7 @@ test('a flow is told once per quiet spell: its retransmissions are not, another 
 
 test('the JSON line: time, protocol, addresses and ports, the pods at both ends, the chain and its policies; a chain gone since still says its direction', (t) => {
   const rs = compiled(LOG);
-  const [chain, c] = [...rs.chains].find(([, g]) => g.family === 4)!;
+  const [chain, c] = [...rs.chains].find(([, g]) => g.family === 4) as [string, GroupChain];
   const dst = ip4('x/a');
   const pkt = { family: 4 as const, proto: 6, src: ip4('y/b'), dst, sport: 40000, dport: 80 };
   const podAt = (ip: string) => ({ [ip4('y/b')]: 'y/b', [dst]: 'x/a' })[ip];

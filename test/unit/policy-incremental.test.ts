@@ -12,6 +12,10 @@ import { compileRuleset, type DeniedLogSettings, type LocalPod, type PolicyRules
 import { committed, emptyKernel, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../../src/policy/ruleset.js';
 import { canonical, ViewIndex } from '../../src/policy/view-index.js';
 import { evaluate } from '../../src/policy/evaluate.js';
+import { TierIndex } from '../../src/policy/cluster-policy-evaluate.js';
+import { NAMESPACE_NAME_LABEL } from '../../src/policy/types.js';
+import { withTiers } from '../../src/policy/cluster-policy-compile.js';
+import type { ClusterNetworkPolicy } from '../../src/policy/cluster-policy.js';
 import { forwardVerdict } from '../../src/policy/datapath.js';
 import type { LabelSelector, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, PolicyNamespace, PolicyPod } from '../../src/policy/types.js';
 
@@ -264,7 +268,7 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
     t.true(c.ruleset.maps.in4.size + c.ruleset.maps.out4.size > 0, 'the sequence isolated some pod');
     if (logDenied) {
       t.true(limitSeen.on && limitSeen.off, 'the limit came with the first chain and went with the last');
-      t.true([...c.ruleset.chains.values()].every((ch) => ch.log?.group === LOG.group), 'every chain logs');
+      t.true([...c.ruleset.chains.values()].every((ch) => 'log' in ch && ch.log?.group === LOG.group), 'every chain logs');
     }
   });
 }
@@ -289,7 +293,7 @@ test('a change touches only its own: a new peer is its sets\' elements, a label 
   t.deepEqual([peer.chains.size, peer.counters.size, peer.maps.in4.size, peer.self], [0, 0, 0, false]);
 
   c.setPod('y/unrelated', pod('z', 'unrelated', 'o', '10.0.2.7'));
-  t.deepEqual(c.flush(), { sets: new Set(), chains: new Set(), counters: new Set(), limits: new Set(), self: false, maps: { in4: new Set(), in6: new Set(), out4: new Set(), out6: new Set() } }, 'a pod no peer selects touches nothing');
+  t.deepEqual(c.flush(), { sets: new Set(), chains: new Set(), counters: new Set(), limits: new Set(), self: false, maps: { in4: new Set(), in6: new Set(), out4: new Set(), out6: new Set(), local4: new Set(), local6: new Set() } }, 'a pod no peer selects touches nothing');
 
   c.setPod('x/server', pod('x', 'server', 'other', '10.0.0.1', NODE));
   const relabel = c.flush();
@@ -297,3 +301,34 @@ test('a change touches only its own: a new peer is its sets\' elements, a label 
   t.deepEqual([...relabel.chains].length, 1, 'and its chain, now unused');
   t.false(c.ruleset.maps.in4.has('10.0.0.1'));
 });
+
+/** ClusterNetworkPolicies over the random world's namespaces and labels: the daemon adds their
+ * tiers, compiled whole, to a copy of the incremental share at every pass. */
+const CNPS: ClusterNetworkPolicy[] = [
+  { metadata: { name: 'deny-y-to-x' }, spec: { tier: 'Admin', priority: 10, subject: { namespaces: { matchLabels: { [NAMESPACE_NAME_LABEL]: 'x' } } }, ingress: [{ action: 'Deny', from: [{ namespaces: { matchLabels: { [NAMESPACE_NAME_LABEL]: 'y' } } }] }] } },
+  { metadata: { name: 'pass-app-a' }, spec: { tier: 'Admin', priority: 20, subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'a' } } } }, egress: [{ action: 'Pass', to: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { tier: 'b' } } } }], protocols: [{ tcp: { destinationPort: { number: 80 } } }] }] } },
+  { metadata: { name: 'baseline-z' }, spec: { tier: 'Baseline', priority: 5, subject: { namespaces: { matchLabels: { [NAMESPACE_NAME_LABEL]: 'z' } } }, ingress: [{ action: 'Deny', from: [{ namespaces: {} }], protocols: [{ destinationNamedPort: 'web' }] }] } },
+];
+
+for (const seed of [7, 8]) {
+  test(`with ClusterNetworkPolicies: the tiers added to the incremental share equal those added to the full compile, and leave the share as it was (seed ${seed})`, (t) => {
+    const r = random(seed);
+    const w: World = { pods: new Map(), namespaces: new Map(), policies: new Map(), locals: new Map(), nextIp: 1 };
+    const c = new IncrementalCompiler(NODE);
+    let tiered = 0;
+    for (let step = 0; step < 150; step++) {
+      const what = change(r, w, c, step);
+      c.flush();
+      const { rs, ix, local } = fullCompile(w);
+      const before = plain(c.ruleset);
+      const incremental = withTiers(c.ruleset, new TierIndex(new ViewIndex(c.view()), CNPS, []), c.localShare());
+      const full = withTiers(rs, new TierIndex(ix, CNPS, []), local);
+      const same = (x: PolicyRuleset) => ({ ...plain(x), counters: [...x.counters].sort() });
+      t.deepEqual(same(incremental), same(full), `after step ${step}: ${what}`);
+      t.deepEqual(plain(c.ruleset), before, 'the share itself is not changed');
+      if (!t.passed) return;
+      if ([...incremental.chains.keys()].some((n) => /^[ab][ie][46]_/.test(n))) tiered++;
+    }
+    t.true(tiered > 50, `tier chains in the table after ${tiered} of 150 steps`);
+  });
+}

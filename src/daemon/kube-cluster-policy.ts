@@ -1,0 +1,66 @@
+// What ClusterNetworkPolicy adds to the API's policy view (src/daemon/kube-policy.ts), with
+// networkPolicy.clusterNetworkPolicies on: informers on every ClusterNetworkPolicy
+// (policy.networking.k8s.io/v1beta1, the CRD users install from sigs.k8s.io/network-policy-api) and every Node
+// (a nodes peer selects nodes by their labels and matches their addresses), each trimmed to
+// what policy reads as it is cached. A Node informer of its own rather than the cluster
+// network's (src/daemon/kube-nodes.ts): that one keeps no labels, and runs only when the
+// cluster's node list comes from the API. RBAC: get, list, watch on clusternetworkpolicies
+// (deploy/rbac.yaml's knit-network-policy) and nodes (its knit-nodes).
+import type { Informer, KubeClient, KubeObject, Node } from '../kube/index.js';
+import { tryParseIp } from '../ipam/ip.js';
+import type { ClusterNetworkPolicy, ClusterPolicyView, PolicyNode } from '../policy/cluster-policy.js';
+
+export const CLUSTER_NETWORK_POLICIES = '/apis/policy.networking.k8s.io/v1beta1/clusternetworkpolicies';
+
+type Cnp = KubeObject & ClusterNetworkPolicy;
+
+export const cnpKept = (p: Cnp): Cnp => {
+  const { name, uid, resourceVersion, generation } = p.metadata;
+  return { metadata: { name, uid, resourceVersion, generation }, spec: p.spec };
+};
+
+/** A Node as a peer: its labels and every address of its status that is an IP. */
+export function policyNodeOf(n: Node): PolicyNode {
+  return { name: n.metadata.name, labels: n.metadata.labels ?? {}, ips: (n.status?.addresses ?? []).map((a) => a.address).filter((a) => tryParseIp(a)) };
+}
+
+/** What the informer keeps of a Node (a real one carries kilobytes of images and conditions). */
+export function policyNodeKept(n: Node): Node {
+  const { name, uid, resourceVersion, labels } = n.metadata;
+  return { metadata: { name, uid, resourceVersion, ...(labels && { labels }) }, status: { addresses: (n.status?.addresses ?? []).filter((a) => tryParseIp(a.address)) } };
+}
+
+/** What the policy source does with each of its informers, whatever it lists. */
+export type WatchedList = Pick<Informer<KubeObject>, 'state' | 'detail' | 'start' | 'stop' | 'waitSynced' | 'onState'>;
+
+export interface ClusterPolicyInformers {
+  /** By the names the source's state reports them under. */
+  informers: Record<string, WatchedList>;
+  /** A change policy reads: any ClusterNetworkPolicy change, a Node's labels or addresses. */
+  onChange(fn: () => void): void;
+  view(): Required<ClusterPolicyView>;
+}
+
+export async function clusterPolicyInformers(client: KubeClient): Promise<ClusterPolicyInformers> {
+  const { Informer } = await import('../kube/index.js');
+  const cnps = new Informer<Cnp>(client, CLUSTER_NETWORK_POLICIES, { transform: cnpKept });
+  const nodes = new Informer<Node>(client, '/api/v1/nodes', { transform: policyNodeKept });
+  const nodeView = new WeakMap<Node, PolicyNode>();
+  const nodeOf = (n: Node) => {
+    let v = nodeView.get(n);
+    if (!v) nodeView.set(n, (v = policyNodeOf(n)));
+    return v;
+  };
+  return {
+    informers: { clusternetworkpolicies: cnps, nodes },
+    onChange(fn) {
+      cnps.onChange(() => fn());
+      // Status heartbeats change neither labels nor addresses.
+      nodes.onChange((kind, obj, old) => {
+        if (kind === 'update' && old && JSON.stringify(nodeOf(obj)) === JSON.stringify(nodeOf(old))) return;
+        fn();
+      });
+    },
+    view: () => ({ clusterNetworkPolicies: cnps.list() as ClusterNetworkPolicy[], policyNodes: nodes.list().map(nodeOf) }),
+  };
+}

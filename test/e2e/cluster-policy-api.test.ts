@@ -1,0 +1,133 @@
+// ClusterNetworkPolicy from a real Kubernetes API (etcd, kube-apiserver, controller manager,
+// scheduler) with the CRD of network-policy-api's release (scripts/build-cnp-conformance.sh):
+// knit in a node netns, networkPolicy.clusterNetworkPolicies on, reads ClusterNetworkPolicies,
+// Nodes, NetworkPolicies, Namespaces and Pods with a ServiceAccount token that has exactly
+// deploy/rbac.yaml's rights. An Admin Deny, an Admin Pass that hands a namespace's traffic to
+// a NetworkPolicy, and a Baseline Deny, made and deleted through the API; verdicts by real TCP
+// between pods, the tier chains and their counters through nft -j, and `knit policy explain`
+// naming the tier and the policy that decide.
+import test from 'ava';
+import path from 'node:path';
+import os from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { startControlPlane } from '../fixtures/kube-cluster.js';
+import { cnpConformance } from '../fixtures/cnp-conformance.js';
+import { uniquePrefix, makeNetns } from '../helpers/names.js';
+import { CLI, cleanupDaemon, runcAttachReq, startDaemon } from '../helpers/daemon.js';
+import { apiRelay, listening, sh, tcpHello, tcpServer, until } from '../helpers/cluster-fabric.js';
+import { policyCounters, policyTableJson } from '../helpers/policy-traffic.js';
+import { clusterPolicyKey } from '../../src/policy/cluster-policy.js';
+import { tierCounter } from '../../src/policy/cluster-policy-nft.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const deploy = (f: string) => path.join(root, 'deploy', f);
+
+test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an Admin Pass handing a namespace to it, a Baseline Deny for the pods it leaves; deleted through the API, the verdicts follow; explain names the tier and the policy', async (t) => {
+  t.timeout(600_000);
+  const P = uniquePrefix('cpa');
+  const cnp = await cnpConformance();
+  const cp = await startControlPlane(t, { prefix: P });
+  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
+  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  await cp.kubectl('apply', '-f', deploy('namespace.yaml'), '-f', deploy('serviceaccount.yaml'), '-f', deploy('rbac.yaml'));
+  t.teardown(() => cp.kubectl('delete', '--ignore-not-found', '-f', deploy('rbac.yaml')).then(() => undefined, () => undefined));
+  const kubeconfig = cp.kubeconfigFor((await cp.kubectl('create', 'token', 'knit', '-n', 'knit-system', '--duration=3600s')).trim());
+
+  const node = makeNetns(t, P, 'node').name;
+  sh(node, 'ip', 'link', 'set', 'lo', 'up');
+  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}relay-`));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const sock = path.join(dir, 'api.sock');
+  const port = Number(new URL(cp.server).port);
+  await apiRelay(t, port, sock);
+  await apiRelay(t, port, sock, node);
+
+  // Namespaces x (team=x: servers a and s, client b) and y (team=y: clients c and d).
+  const x = `${P}x`.replace(/-/g, '');
+  const y = `${P}y`.replace(/-/g, '');
+  const pod = (ns: string, name: string) => ({
+    apiVersion: 'v1', kind: 'Pod', metadata: { namespace: ns, name, labels: { app: name } },
+    spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10.1' }] },
+  });
+  const items = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: x, labels: { team: 'x' } } },
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: y, labels: { team: 'y' } } },
+    pod(x, 'a'), pod(x, 's'), pod(x, 'b'), pod(y, 'c'), pod(y, 'd'),
+  ];
+  await cp.kubectlInput(JSON.stringify({ apiVersion: 'v1', kind: 'List', items }), 'apply', '-f', '-');
+  t.teardown(() => cp.kubectl('delete', 'ns', x, y, '--wait=false').then(() => undefined, () => undefined));
+  const cnpOf = (name: string, tier: string, priority: number, action: string, from: object) => ({
+    apiVersion: 'policy.networking.k8s.io/v1beta1', kind: 'ClusterNetworkPolicy', metadata: { name: `${P}${name}` },
+    spec: { tier, priority, subject: { namespaces: { matchLabels: { team: 'x' } } }, ingress: [{ name: `${name}-rule`, action, from: [from] }] },
+  });
+  const denyD = cnpOf('deny-d', 'Admin', 10, 'Deny', { pods: { namespaceSelector: { matchLabels: { team: 'y' } }, podSelector: { matchLabels: { app: 'd' } } } });
+  const passY = cnpOf('pass-y', 'Admin', 20, 'Pass', { namespaces: { matchLabels: { team: 'y' } } });
+  const baseline = cnpOf('baseline', 'Baseline', 0, 'Deny', { namespaces: {} });
+  const np = {
+    apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: x, name: 'a-from-y' },
+    spec: { podSelector: { matchLabels: { app: 'a' } }, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'y' } } }] }] },
+  };
+  await cp.kubectlInput(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [denyD, passY, baseline, np] }), 'apply', '-f', '-');
+  t.teardown(() => cp.kubectl('delete', 'clusternetworkpolicies', '--ignore-not-found', `${P}deny-d`, `${P}pass-y`, `${P}baseline`).then(() => undefined, () => undefined));
+
+  const o = { prefix: P.replace(/-/g, ''), subnet: '10.247.11.0/24', netns: node, config: { networkPolicy: { kubeconfig, clusterNetworkPolicies: true } } };
+  const d = await startDaemon(o);
+  const started = Date.now();
+  t.teardown(() => cleanupDaemon(d, o));
+  const table = `knit-${o.prefix}-policy`;
+  const attach = async (ns: string, name: string) => {
+    const n = makeNetns(t, P, `${ns === x ? 'x' : 'y'}${name}`);
+    const r = (await d.call('Attach', runcAttachReq(`${P}${ns}-${name}`, n.path, { podNamespace: ns, podName: name }))).result;
+    return { ns: n.name, ip: r.ips[0].address.split('/')[0] as string };
+  };
+  const pods = { a: await attach(x, 'a'), s: await attach(x, 's'), b: await attach(x, 'b'), c: await attach(y, 'c'), d: await attach(y, 'd') };
+  for (const server of [pods.a, pods.s]) await listening(tcpServer(t, server.ns, 8080));
+  const reaches = (from: { ns: string }, to: { ip: string }) => tcpHello(from.ns, to.ip, 8080) !== '';
+
+  const counters = () => policyCounters(node, table);
+  const deniedByD = tierCounter(clusterPolicyKey(`${P}deny-d`), 'ingress', 'Deny');
+  const before = counters()[deniedByD];
+  t.is(before, 0, 'nft -j: the Admin Deny\'s counter is in the table, at 0');
+  t.false(reaches(pods.d, pods.a), 'y/d → x/a: denied by the Admin Deny, though the NetworkPolicy allows namespace y');
+  t.true(counters()[deniedByD]! > 0, 'nft -j: the Admin Deny\'s counter counted the refused SYNs');
+  t.true(reaches(pods.c, pods.a), 'y/c → x/a: passed by the Admin Pass to the NetworkPolicy, which allows it');
+  t.true(counters()[tierCounter(clusterPolicyKey(`${P}pass-y`), 'ingress', 'Pass')]! > 0, 'nft -j: the Pass counted');
+  t.false(reaches(pods.b, pods.a), 'x/b → x/a: the NetworkPolicy isolates x/a and does not allow x');
+  t.false(reaches(pods.c, pods.s), 'y/c → x/s: passed, no NetworkPolicy selects x/s, the Baseline Deny');
+  t.false(reaches(pods.b, pods.s), 'x/b → x/s: the Baseline Deny');
+  const tj = policyTableJson(node, table);
+  t.regex(tj.maps.in4![pods.a.ip]!, /^ai4_/, 'nft -j: x/a is judged by its Admin tier chain first');
+  t.regex(tj.maps.in4![pods.s.ip]!, /^ai4_/, 'and x/s');
+  t.true(tj.chains.some((c) => /^bi4_/.test(c)), 'a Baseline tier chain is in the table');
+
+  const explain = (from: string, to: string) => {
+    const r = spawnSync(process.execPath, [CLI, 'policy', 'explain', '--from', from, '--to', to, '--port', '8080/TCP', '--socket', d.socket], { encoding: 'utf8', env: { ...process.env, KNIT_SOCKET: '' } });
+    t.is(r.status, 0, r.stderr);
+    return r.stdout;
+  };
+  t.regex(explain(`${y}/d`, `${x}/a`), new RegExp(`: DENIED$[\\s\\S]*denied by cnp:${P}deny-d ingress\\[0\\] \\(deny-d-rule\\), Admin tier`, 'm'));
+  t.regex(explain(`${y}/c`, `${x}/a`), new RegExp(`: ALLOWED$[\\s\\S]*a-from-y[\\s\\S]*passed on by cnp:${P}pass-y Admin`, 'm'));
+  t.regex(explain(`${y}/c`, `${x}/s`), new RegExp(`: DENIED$[\\s\\S]*denied by cnp:${P}baseline ingress\\[0\\] \\(baseline-rule\\), Baseline tier`, 'm'));
+
+  // Deleted through the API, one at a time: the verdicts follow.
+  await cp.kubectl('delete', 'clusternetworkpolicy', `${P}baseline`);
+  await until(async () => reaches(pods.b, pods.s), 'x/b reaches x/s once the Baseline Deny is gone', 30_000);
+  t.true(reaches(pods.c, pods.s), 'and y/c, passed on to nothing');
+  t.false(reaches(pods.d, pods.a), 'y/d → x/a still denied by the Admin tier');
+  await cp.kubectl('delete', 'clusternetworkpolicy', `${P}deny-d`);
+  await until(async () => reaches(pods.d, pods.a), 'y/d reaches x/a once the Admin Deny is gone (the NetworkPolicy allows y)', 30_000);
+  t.false(reaches(pods.b, pods.a), 'x/b → x/a: still the NetworkPolicy');
+  t.regex(explain(`${y}/d`, `${x}/a`), /: ALLOWED$/m);
+  await cp.kubectl('delete', 'clusternetworkpolicy', `${P}pass-y`);
+  await until(async () => !policyTableJson(node, table).chains.some((c) => /^[ab][ie][46]_/.test(c)), 'no tier chain left once no ClusterNetworkPolicy is', 30_000);
+  t.true(reaches(pods.c, pods.a), 'y/c → x/a: the NetworkPolicy alone');
+  t.false(d.logs.some((l) => /applying the table failed/.test(l)), 'every transaction went through');
+  // Five watches (pods, namespaces, networkpolicies, clusternetworkpolicies, nodes) each hold a
+  // connection for as long as they stream: none may wait behind the others, which would see
+  // nothing and fail at the 30 s deadline of a call's answer.
+  const ran = Date.now() - started;
+  if (ran < 40_000) await new Promise((r) => setTimeout(r, 40_000 - ran));
+  t.deepEqual(d.logs.filter((l) => /Kubernetes API unreachable/.test(l)), [], 'no watch starved');
+});
