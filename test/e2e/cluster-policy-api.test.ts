@@ -7,22 +7,16 @@
 // between pods, the tier chains and their counters through nft -j, and `knit policy explain`
 // naming the tier and the policy that decide.
 import test from 'ava';
-import path from 'node:path';
-import os from 'node:os';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { startControlPlane } from '../fixtures/kube-cluster.js';
+import { knitApiNode } from '../fixtures/knit-api-node.js';
 import { cnpConformance } from '../fixtures/cnp-conformance.js';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { CLI, cleanupDaemon, runcAttachReq, startDaemon } from '../helpers/daemon.js';
-import { apiRelay, listening, sh, tcpHello, tcpServer, until } from '../helpers/cluster-fabric.js';
+import { listening, sh, tcpHello, tcpServer, until } from '../helpers/cluster-fabric.js';
 import { policyCounters, policyTableJson } from '../helpers/policy-traffic.js';
 import { clusterPolicyKey } from '../../src/policy/cluster-policy.js';
 import { tierCounter } from '../../src/policy/cluster-policy-nft.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const deploy = (f: string) => path.join(root, 'deploy', f);
 
 test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an Admin Pass handing a namespace to it, a Baseline Deny for the pods it leaves; deleted through the API, the verdicts follow; explain names the tier and the policy', async (t) => {
   t.timeout(600_000);
@@ -31,18 +25,7 @@ test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an 
   const cp = await startControlPlane(t, { prefix: P });
   await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
   await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
-  await cp.kubectl('apply', '-f', deploy('namespace.yaml'), '-f', deploy('serviceaccount.yaml'), '-f', deploy('rbac.yaml'));
-  t.teardown(() => cp.kubectl('delete', '--ignore-not-found', '-f', deploy('rbac.yaml')).then(() => undefined, () => undefined));
-  const kubeconfig = cp.kubeconfigFor((await cp.kubectl('create', 'token', 'knit', '-n', 'knit-system', '--duration=3600s')).trim());
-
-  const node = makeNetns(t, P, 'node').name;
-  sh(node, 'ip', 'link', 'set', 'lo', 'up');
-  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}relay-`));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const sock = path.join(dir, 'api.sock');
-  const port = Number(new URL(cp.server).port);
-  await apiRelay(t, port, sock);
-  await apiRelay(t, port, sock, node);
+  const { node, kubeconfig } = await knitApiNode(t, cp, P);
 
   // Namespaces x (team=x: servers a and s, client b) and y (team=y: clients c and d).
   const x = `${P}x`.replace(/-/g, '');

@@ -11,7 +11,7 @@
 // broadcast rebind), and every frame knit sent carries whole, correct checksums.
 // Prefix gdc; subnets 10.233.34.0/24, fd00:233:34::/64.
 import test from 'ava';
-import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon, metricValue } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { launchVm, vmHandoff } from '../helpers/vm-launcher.js';
 import { clientEnv } from '../fixtures/guest-dhcp-clients.js';
@@ -64,11 +64,7 @@ test.serial('real clients with default offloads: DNS in every answer, renews and
     await cleanupDaemon(d, opts, [NS]);
     removeNetns(NS);
   });
-  const metric = async (series: string) => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-    return line ? Number(line.split(' ')[1]) : 0;
-  };
+  const metric = (series: string) => metricValue(port, series);
   d = await startDaemon(opts);
   const res = (await d.call('Attach', {
     sandbox_id: NS, pod_name: 'vm-clients', netns_path: makeNetns(NS), runtime: 'KUBEVIRT', interfaces: [{ name: 'eth0', binding: { binding: 'tap' } }],

@@ -6,35 +6,18 @@
 // the API server stops: the rules stay across a knit restart (nft monitor), a pod added
 // meanwhile is isolated (fail closed) until the API is back.
 import test from 'ava';
-import path from 'node:path';
-import os from 'node:os';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { startControlPlane } from '../fixtures/kube-cluster.js';
+import { knitApiNode } from '../fixtures/knit-api-node.js';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { cleanupDaemon, runcAttachReq, startDaemon, type Daemon } from '../helpers/daemon.js';
-import { apiRelay, listening, sh, tcpHello, tcpServer, until } from '../helpers/cluster-fabric.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const deploy = (f: string) => path.join(root, 'deploy', f);
+import { listening, sh, tcpHello, tcpServer, until } from '../helpers/cluster-fabric.js';
 
 test('NetworkPolicy from the API: a named port, a policy, a namespace label and a pod label changed through the API; the API down keeps the rules and isolates a new pod until it is back', async (t) => {
   t.timeout(600_000);
   const P = uniquePrefix('pla');
   const cp = await startControlPlane(t, { prefix: P });
-  await cp.kubectl('apply', '-f', deploy('namespace.yaml'), '-f', deploy('serviceaccount.yaml'), '-f', deploy('rbac.yaml'));
-  t.teardown(() => cp.kubectl('delete', '--ignore-not-found', '-f', deploy('rbac.yaml')).then(() => undefined, () => undefined));
-  const kubeconfig = cp.kubeconfigFor((await cp.kubectl('create', 'token', 'knit', '-n', 'knit-system', '--duration=3600s')).trim());
-
-  const node = makeNetns(t, P, 'node').name;
-  sh(node, 'ip', 'link', 'set', 'lo', 'up');
-  const dir = mkdtempSync(path.join(os.tmpdir(), `knit-${P}relay-`));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const sock = path.join(dir, 'api.sock');
-  const port = Number(new URL(cp.server).port);
-  await apiRelay(t, port, sock);
-  await apiRelay(t, port, sock, node);
+  const { node, kubeconfig } = await knitApiNode(t, cp, P);
 
   // The cluster's objects: namespaces x (team=x) and y (team=y), pods with labels and x/a's
   // named container port.

@@ -312,4 +312,11 @@ export function runcAttachReq(id: string, netns: string, o: { podName?: string; 
   };
 }
 
+/** One series' value on a daemon's /metrics (`metricsAddress` 127.0.0.1:port); `absent` when it has none. */
+export async function metricValue(port: number, series: string, absent = 0): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.split(' ')[1]) : absent;
+}
+
 export { freePort } from '../fixtures/service.js';

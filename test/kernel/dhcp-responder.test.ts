@@ -12,7 +12,7 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { ip, tc } from '../helpers/observe.js';
-import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { cleanupDaemon, freePort, makeNetns, removeNetns, startDaemon, type Daemon, metricValue } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 import { openTapPeer, type NeedsChecksum, type TapPeer } from '../fixtures/tap-peer.js';
 import {
@@ -60,11 +60,7 @@ test.serial('the guest MAC gets its lease on tap0; malformed and foreign frames 
     await cleanupDaemon(d, opts, [ID]);
     removeNetns(NS);
   });
-  const metric = async (series: string) => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-    return line ? Number(line.split(' ')[1]) : 0;
-  };
+  const metric = (series: string) => metricValue(port, series);
   d = await startDaemon(opts);
   const path = makeNetns(NS);
   const res = (await d.call('Attach', {

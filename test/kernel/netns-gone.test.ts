@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readlinkSync, rmSync, statSync, writeFileSync } 
 import { identifyNetns } from '../../src/net/netns.js';
 import { knitProto } from '../../src/api/proto.js';
 import {
-  cleanupDaemon, eventually, freePort, hostLinks, ipJson, podFactory, startDaemon, type Daemon, type DaemonOptions,
+  cleanupDaemon, eventually, freePort, hostLinks, ipJson, podFactory, startDaemon, type Daemon, type DaemonOptions, metricValue,
 } from '../helpers/daemon.js';
 import { uniquePrefix } from '../helpers/names.js';
 
@@ -35,11 +35,7 @@ async function setup(t: ExecutionContext, tag: string, subnet: string, config: R
     pods.removeAll();
   });
   s.d = await startDaemon(opts);
-  const metric = async (series: string, absent: number) => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-    return line ? Number(line.split(' ')[1]) : absent;
-  };
+  const metric = (series: string, absent: number) => metricValue(port, series, absent);
   s.metrics = () => metric(REAPED, NaN);
   s.sweeps = (trigger) => metric(`knit_gone_netns_sweeps_total{trigger="${trigger}"}`, 0);
   client = new (knitProto().Knit)(`unix://${s.d.socket}`, grpc.credentials.createInsecure());
