@@ -3,10 +3,11 @@
 // promisified knit.v1 client. stop() ends only that PID and removes everything it made.
 import * as grpc from '@grpc/grpc-js';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
 import { knitProto } from '../../src/api/proto.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -109,7 +110,9 @@ async function launch(o: DaemonOptions, dir: string, configPath: string, env: Re
   child.once('exit', () => children.delete(child));
   const logs: string[] = [];
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => logs.push(...d.split('\n').filter(Boolean)));
+  // Whole lines only: a pipe read can end mid-line, and a test looking for a message must not
+  // miss it because it arrived in two halves.
+  createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (l) => l && logs.push(l));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const c = client(cfg.socket);
@@ -267,6 +270,21 @@ export function pingFrom(netns: string | undefined, target: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Edit a running daemon's config file and wait until knit says it reloaded it; a reload knit
+ * refuses fails at once with knit's own words. */
+export async function reloadConfig(d: Daemon, edit: (config: any) => void): Promise<void> {
+  const config = JSON.parse(readFileSync(d.configPath, 'utf8'));
+  edit(config);
+  const before = d.logs.length;
+  writeFileSync(d.configPath, JSON.stringify(config));
+  await eventually(() => {
+    const since = d.logs.slice(before);
+    const refused = since.find((l) => l.includes('config reload rejected'));
+    if (refused) throw new Error(`knit refused the new config: ${refused}`);
+    return since.some((l) => l.includes('config reloaded'));
+  }, `the reload of ${d.configPath}`, 30_000);
 }
 
 export async function eventually<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {

@@ -4,8 +4,7 @@
 // TCP and UDP sockets and ping (pod to pod on one bridge, and a pod to its own node through the
 // input hook), with nft -j (knit's table: maps, chains, the tiers' counters) as the observer.
 import test, { type ExecutionContext } from 'ava';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { startDaemon, cleanupDaemon, eventually, runcAttachReq, pingFrom, type Daemon } from '../helpers/daemon.js';
+import { startDaemon, cleanupDaemon, eventually, reloadConfig, runcAttachReq, pingFrom, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { sh, tcpServer, listening, tcpHello } from '../helpers/cluster-fabric.js';
 import { udpListener, udpFlood, policyCounters, policyTableJson } from '../helpers/policy-traffic.js';
@@ -38,11 +37,7 @@ async function cluster(t: ExecutionContext, tag: string, subnet: string) {
   // The node's own address, as its pods reach it: their gateway, on knit's bridge.
   const gateway = JSON.parse(sh(pods.a.ns, 'ip', '-j', 'route', 'show', 'default'))[0].gateway as string;
   const give = async (lists: object) => {
-    const cfg = JSON.parse(readFileSync(d.configPath, 'utf8'));
-    cfg.networkPolicy.literal = { ...base, nodes: { [`${P}node`]: { labels: { role: 'worker' }, ips: [gateway] } }, ...lists };
-    const before = d.logs.length;
-    writeFileSync(d.configPath, JSON.stringify(cfg));
-    await eventually(() => d.logs.slice(before).some((l) => l.includes('config reloaded')), 'the reload', 10_000);
+    await reloadConfig(d, (cfg) => (cfg.networkPolicy.literal = { ...base, nodes: { [`${P}node`]: { labels: { role: 'worker' }, ips: [gateway] } }, ...lists }));
     await new Promise((r) => setTimeout(r, 300)); // the pass after the change
   };
   return { node, table: `knit-${o.prefix}-policy`, pods, gateway, give, daemon: d };

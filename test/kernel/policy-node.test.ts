@@ -5,10 +5,10 @@
 // (knit's table, its maps and counters) and nft monitor, across config reloads and kill -9.
 import test from 'ava';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { knitShimConf } from '../helpers/cni.js';
-import { startDaemon, cleanupDaemon, eventually, runcAttachReq, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
+import { startDaemon, cleanupDaemon, eventually, reloadConfig, runcAttachReq, pingFrom, CLI, type Daemon } from '../helpers/daemon.js';
 import { uniquePrefix, makeNetns } from '../helpers/names.js';
 import { sh, tcpServer, listening, tcpHello, until } from '../helpers/cluster-fabric.js';
 import { podMac } from '../../src/base/names.js';
@@ -37,11 +37,7 @@ async function setup(t: any, tag: string, subnet: string, literal: object) {
     return pod;
   };
   const reload = async (lit: object) => {
-    const cfg = JSON.parse(readFileSync(d.configPath, 'utf8'));
-    cfg.networkPolicy.literal = lit;
-    const before = d.logs.length;
-    writeFileSync(d.configPath, JSON.stringify(cfg));
-    await eventually(() => d.logs.slice(before).some((l) => l.includes('config reloaded')), 'the reload', 10_000);
+    await reloadConfig(d, (cfg) => (cfg.networkPolicy.literal = lit));
     // The pass after the change: the table holds what the new lists say once nft has run.
     await new Promise((r) => setTimeout(r, 300));
   };
