@@ -142,4 +142,5 @@ export interface WireNodeStatus {
   sandboxes: number;
   cluster?: { node: string; source: string; state: string; detail: string };
   cluster_differences: string[];
+  network_policy?: { source: string; state: string; detail: string };
 }

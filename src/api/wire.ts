@@ -207,6 +207,7 @@ export function nodeStatusToWire(s: NodeStatus): WireNodeStatus {
     sandboxes: s.sandboxes,
     ...(s.cluster && { cluster: s.cluster }),
     cluster_differences: s.clusterDifferences ?? [],
+    ...(s.networkPolicy && { network_policy: s.networkPolicy }),
   };
 }
 

@@ -193,6 +193,8 @@ export interface NodeStatus {
   /** Asked for with checkNode: what the kernel's cluster routes, neighbours and FDB entries
    * lack or hold beyond the node list. */
   clusterDifferences?: string[];
+  /** NetworkPolicy on: its view's source and state. */
+  networkPolicy?: { source: string; state: string; detail: string };
 }
 
 export type WatchEvent =

@@ -10,7 +10,7 @@ export function attachedCount(records: RecordStorePort<SandboxRecord>): number {
   return records.tally ? (records.tally().get('attached') ?? 0) : [...records.values()].filter((r) => r.state === 'attached').length;
 }
 
-export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions' | 'cluster'>, opts: { checkNode?: boolean } = {}): Promise<NodeStatus> {
+export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'networks' | 'ipam' | 'extensions' | 'records' | 'conditions' | 'cluster' | 'policy'>, opts: { checkNode?: boolean } = {}): Promise<NodeStatus> {
   const cluster = await deps.cluster?.status();
   const unready = new Map(deps.unreadyNetworks());
   const networks: NetworkStatus[] = [];
@@ -43,6 +43,7 @@ export async function nodeStatus(deps: Pick<ManagerDeps, 'unreadyNetworks' | 'ne
     networks,
     sandboxes: attachedCount(deps.records),
     ...(cluster && { cluster: { node: cluster.node, source: cluster.source, state: cluster.state, detail: cluster.detail } }),
+    ...(deps.policy && { networkPolicy: deps.policy.status() }),
     ...(opts.checkNode && { clusterDifferences: deps.cluster ? await deps.cluster.check() : ['this node has no cluster network (no "cluster" section in the config)'] }),
   };
 }

@@ -111,9 +111,17 @@ export interface ManagerDeps {
   policy?: PolicyPort;
 }
 
+export interface PolicySourceStatus {
+  source: string;
+  state: string;
+  detail: string;
+}
+
 export interface PolicyPort {
   /** Whether a pod whose default interface is on this network is subject to NetworkPolicy. */
   enforces(network: string): boolean;
+  /** Where policy's view of the cluster comes from, and how that is. */
+  status(): PolicySourceStatus;
 }
 
 export interface ClusterPort {

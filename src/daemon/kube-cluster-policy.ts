@@ -14,6 +14,10 @@ export const CLUSTER_NETWORK_POLICIES = '/apis/policy.networking.k8s.io/v1beta1/
 
 type Cnp = KubeObject & ClusterNetworkPolicy;
 
+/** What an API server without the CRD means, and what to do (docs/network-policy.md). */
+export const CRD_MISSING = 'the ClusterNetworkPolicy CRD (clusternetworkpolicies.policy.networking.k8s.io, v1beta1) is not installed; '
+  + 'until it is, knit enforces NetworkPolicy alone. Install it from sigs.k8s.io/network-policy-api v0.3.0, or set networkPolicy.clusterNetworkPolicies false';
+
 export const cnpKept = (p: Cnp): Cnp => {
   const { name, uid, resourceVersion, generation } = p.metadata;
   return { metadata: { name, uid, resourceVersion, generation }, spec: p.spec };
@@ -31,7 +35,7 @@ export function policyNodeKept(n: Node): Node {
 }
 
 /** What the policy source does with each of its informers, whatever it lists. */
-export type WatchedList = Pick<Informer<KubeObject>, 'state' | 'detail' | 'start' | 'stop' | 'waitSynced' | 'onState'>;
+export type WatchedList = Pick<Informer<KubeObject>, 'state' | 'detail' | 'served' | 'start' | 'stop' | 'waitSynced' | 'onState'>;
 
 export interface ClusterPolicyInformers {
   /** By the names the source's state reports them under. */
@@ -43,7 +47,7 @@ export interface ClusterPolicyInformers {
 
 export async function clusterPolicyInformers(client: KubeClient): Promise<ClusterPolicyInformers> {
   const { Informer } = await import('../kube/index.js');
-  const cnps = new Informer<Cnp>(client, CLUSTER_NETWORK_POLICIES, { transform: cnpKept });
+  const cnps = new Informer<Cnp>(client, CLUSTER_NETWORK_POLICIES, { transform: cnpKept, notServed: CRD_MISSING });
   const nodes = new Informer<Node>(client, '/api/v1/nodes', { transform: policyNodeKept });
   const nodeView = new WeakMap<Node, PolicyNode>();
   const nodeOf = (n: Node) => {

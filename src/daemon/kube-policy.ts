@@ -89,6 +89,7 @@ export class KubePolicies implements PolicySource {
     for (const inf of this.all()) {
       inf.onState((state, detail) => {
         if (state === 'unreachable') log.warn({ source: description, detail }, 'Kubernetes API unreachable; NetworkPolicy keeps its last view');
+        if (state === 'synced' && !inf.served) log.warn({ source: description, detail }, 'a kind policy reads is not served by the Kubernetes API');
         if (!this.announced && this.synced()) {
           this.announced = true;
           this.emit({ kind: 'all' });
@@ -155,7 +156,9 @@ export class KubePolicies implements PolicySource {
 
   state() {
     const bad = Object.entries(this.named()).find(([, i]) => i.state !== 'synced');
-    return bad ? { state: bad[1].state, detail: `${bad[0]}: ${bad[1].detail}` } : { state: 'synced', detail: `${this.policies.list().length} policies, ${this.pods.list().length} pods` };
+    if (bad) return { state: bad[1].state, detail: `${bad[0]}: ${bad[1].detail}` };
+    const absent = Object.entries(this.named()).filter(([, i]) => !i.served).map(([name, i]) => `; ${name}: ${i.detail}`);
+    return { state: 'synced', detail: `${this.policies.list().length} policies, ${this.pods.list().length} pods${absent.join('')}` };
   }
 
   view() {

@@ -352,6 +352,11 @@ export class PolicyController {
     }
   }
 
+  /** Where the view comes from and how that is, for NodeStatus. */
+  status(): { source: string; state: string; detail: string } {
+    return { source: this.deps.source.description, ...this.deps.source.state() };
+  }
+
   /** A config reload's literal lists (networkPolicy.literal). */
   replaceLiteral(literal: NonNullable<NetworkPolicySettings['literal']>): void {
     const src = this.deps.source as { replace?: (l: typeof literal) => void };

@@ -228,7 +228,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     pathExists: existsSync,
     conditions,
     ...(cluster && { cluster }),
-    ...(config.networkPolicy && { policy: { enforces: (network: string) => config.networkPolicy?.networks.includes(network) ?? false } }),
+    ...(policy && { policy: { enforces: (network: string) => config.networkPolicy?.networks.includes(network) ?? false, status: () => policy.status() } }),
   });
   metrics.sandboxes.set({}, () => attachedCount(records));
   // The pools IPAM has now: a config reload adds and removes networks.

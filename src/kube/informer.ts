@@ -30,6 +30,11 @@ export interface InformerOptions<T = unknown> {
    * status a reader may never look at, times every node of the cluster. The result must keep
    * metadata's name, namespace, uid and resourceVersion. */
   transform?: (obj: T) => T;
+  /** For a custom resource whose CRD may not be installed: what to tell the operator when the
+   * list answers 404. The informer then holds nothing and counts as synced (no object of a
+   * kind the server does not serve can exist), says so in its detail, and lists again after a
+   * backoff, to see the CRD once it comes. Absent: a 404 is a failure like any other. */
+  notServed?: string;
 }
 
 /** The server ends each watch after 5 to 10 minutes (as client-go's reflectors ask), so
@@ -41,6 +46,7 @@ export class Informer<T extends Named> {
   private readonly changeFns: ((kind: ChangeKind, obj: T, old?: T) => void)[] = [];
   private readonly stateFns: ((s: InformerState, detail: string) => void)[] = [];
   private current: InformerState = 'starting';
+  private servedNow = true;
   private lastDetail = '';
   /** Watch events applied since the last list: whether a watch got anywhere before it failed. */
   private eventsSinceList = 0;
@@ -65,6 +71,11 @@ export class Informer<T extends Named> {
 
   get state(): InformerState {
     return this.current;
+  }
+
+  /** False while the server answers 404 for an informer with notServed. */
+  get served(): boolean {
+    return this.servedNow;
   }
 
   /** Why the state is what it is, kept up to date: while unreachable, the latest failure
@@ -128,6 +139,7 @@ export class Informer<T extends Named> {
         if (resourceVersion === undefined) {
           resourceVersion = await this.relist(signal);
           failures = 0;
+          this.servedNow = true;
           this.setState('synced', `listed ${this.cache.size} from ${this.describe()}`);
         }
         resourceVersion = await this.watchFrom(resourceVersion, signal);
@@ -141,7 +153,11 @@ export class Informer<T extends Named> {
           continue;
         }
         failures++;
-        this.setState('unreachable', (err as Error).message);
+        if (this.opts.notServed && err instanceof KubeApiError && err.status === 404) {
+          this.servedNow = false;
+          this.replaceCache([]);
+          this.setState('synced', `${this.describe()} answers 404, not served: ${this.opts.notServed}`);
+        } else this.setState('unreachable', (err as Error).message);
         await sleep(backoffDelay(failures, this.opts.backoff ?? DEFAULT_BACKOFF), signal);
       }
     }
@@ -157,13 +173,18 @@ export class Informer<T extends Named> {
     this.eventsSinceList = 0;
     const trim = this.opts.transform;
     if (trim) for (let i = 0; i < items.length; i++) items[i] = trim(items[i]!);
+    this.replaceCache(items);
+    return resourceVersion;
+  }
+
+  /** The cache becomes `items`; onChange hears what differs. */
+  private replaceCache(items: T[]): void {
     const diff = diffRelist(this.cache, items);
     this.cache.clear();
     for (const obj of items) this.cache.set(objectKey(obj), obj);
     for (const obj of diff.deleted) this.emit('delete', obj, undefined);
     for (const obj of diff.added) this.emit('add', obj, undefined);
     for (const { obj, old } of diff.updated) this.emit('update', obj, old);
-    return resourceVersion;
   }
 
   /** Watches until the server ends the stream; answers the resourceVersion to resume from.

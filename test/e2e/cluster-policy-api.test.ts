@@ -114,3 +114,49 @@ test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an 
   if (ran < 40_000) await new Promise((r) => setTimeout(r, 40_000 - ran));
   t.deepEqual(d.logs.filter((l) => /Kubernetes API unreachable/.test(l)), [], 'no watch starved');
 });
+
+test('ClusterNetworkPolicy on, its CRD not installed: knit enforces NetworkPolicy, knit status and the log name the missing CRD; once the CRD and a ClusterNetworkPolicy come, it is enforced', async (t) => {
+  t.timeout(600_000);
+  const P = uniquePrefix('cpn');
+  const cnp = await cnpConformance();
+  const cp = await startControlPlane(t, { prefix: P });
+  const { node, kubeconfig } = await knitApiNode(t, cp, P);
+  const x = `${P}x`.replace(/-/g, '');
+  const pod = (name: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: x, name, labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10.1' }] } });
+  const np = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: x, name: 'a-closed' }, spec: { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'] } };
+  await cp.kubectlInput(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: x } }, pod('a'), pod('s'), pod('b'), np] }), 'apply', '-f', '-');
+  t.teardown(() => cp.kubectl('delete', 'ns', x, '--wait=false').then(() => undefined, () => undefined));
+
+  const o = { prefix: P.replace(/-/g, ''), subnet: '10.247.12.0/24', netns: node, config: { networkPolicy: { kubeconfig, clusterNetworkPolicies: true } } };
+  const d = await startDaemon(o);
+  t.teardown(() => cleanupDaemon(d, o));
+  const attach = async (name: string) => {
+    const n = makeNetns(t, P, name);
+    const r = (await d.call('Attach', runcAttachReq(`${P}${name}`, n.path, { podNamespace: x, podName: name }))).result;
+    return { ns: n.name, ip: r.ips[0].address.split('/')[0] as string };
+  };
+  const pods = { a: await attach('a'), s: await attach('s'), b: await attach('b') };
+  for (const server of [pods.a, pods.s]) await listening(tcpServer(t, server.ns, 8080));
+  const reaches = (from: { ns: string }, to: { ip: string }) => tcpHello(from.ns, to.ip, 8080) !== '';
+
+  t.false(reaches(pods.b, pods.a), 'x/b → x/a: the NetworkPolicy isolates x/a, though no ClusterNetworkPolicy can be read');
+  t.true(reaches(pods.b, pods.s), 'x/b → x/s: nothing selects x/s');
+  const status = spawnSync(process.execPath, [CLI, 'status', '--socket', d.socket], { encoding: 'utf8', env: { ...process.env, KNIT_SOCKET: '' } });
+  t.is(status.status, 0, status.stderr);
+  t.regex(status.stdout, /network policy: view from kubeconfig .* \(synced: .*clusternetworkpolicies: .*answers 404, not served: the ClusterNetworkPolicy CRD \(clusternetworkpolicies\.policy\.networking\.k8s\.io, v1beta1\) is not installed/, 'knit status names the missing CRD');
+  t.true(d.logs.some((l) => /not served by the Kubernetes API/.test(l) && /ClusterNetworkPolicy CRD/.test(l)), 'and so does the log, once');
+
+  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
+  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  const deny = {
+    apiVersion: 'policy.networking.k8s.io/v1beta1', kind: 'ClusterNetworkPolicy', metadata: { name: `${P}deny-b` },
+    spec: { tier: 'Admin', priority: 10, subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 's' } } } }, ingress: [{ action: 'Deny', from: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'b' } } } }] }] },
+  };
+  await cp.kubectlInput(JSON.stringify(deny), 'apply', '-f', '-');
+  // The informer lists again after its backoff (at most 30 s): no restart.
+  await until(async () => !reaches(pods.b, pods.s), 'x/b → x/s denied by the Admin Deny once the CRD is in', 90_000);
+  t.false(reaches(pods.b, pods.a), 'x/b → x/a still isolated');
+  const after = spawnSync(process.execPath, [CLI, 'status', '--socket', d.socket], { encoding: 'utf8', env: { ...process.env, KNIT_SOCKET: '' } });
+  t.notRegex(after.stdout, /not served/, 'knit status no longer says the CRD is missing');
+  t.regex(after.stdout, /network policy: view from .* \(synced: 1 policies, 3 pods\)/);
+});

@@ -135,6 +135,9 @@ test('an egress Deny to every network (0.0.0.0/0 and ::/0) after an Accept of so
   t.is(tcpHello(d.ns, b.ip, 8080), `from ${d.ip}`, 'z/d → x/b: not a subject, allowed');
   const tj = policyTableJson(s.node, s.table);
   t.regex(tj.maps.out4![a.ip]!, /^ae4_/, 'nft -j: x/a\'s egress goes to its Admin chain');
+  const status = await s.daemon.call('NodeStatus', {});
+  t.deepEqual(status.network_policy, { source: 'the config (networkPolicy.literal)', state: 'synced', detail: status.network_policy.detail }, 'NodeStatus says where policy\'s view comes from');
+  t.regex(status.network_policy.detail, /^0 policies from the config$/);
 });
 
 test('an Admin egress Deny changed to Pass hands the flow to the NetworkPolicy that allows it, and back', async (t) => {

@@ -25,6 +25,7 @@ export const status: Command = {
     }
     if (rows.length) ctx.io.out(table(['NETWORK', 'MODE', 'READY', 'POOL', 'USED', 'FREE'], rows));
     for (const n of s.networks ?? []) if (n.cni_status) ctx.io.out(`${n.name}: CNI STATUS: ${n.cni_status}`);
+    if (s.network_policy) ctx.io.out(`network policy: view from ${s.network_policy.source} (${s.network_policy.state}${s.network_policy.detail ? `: ${s.network_policy.detail}` : ''})`);
     if (s.cluster) ctx.io.out(`cluster: node ${s.cluster.node}, nodes from ${s.cluster.source} (${s.cluster.state}${s.cluster.detail ? `: ${s.cluster.detail}` : ''})`);
     const peers: string[][] = [];
     for (const n of s.networks ?? []) {
