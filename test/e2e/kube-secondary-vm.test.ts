@@ -42,7 +42,12 @@ test.before(async () => {
   c = await startSecondaryCluster(scope, { prefix: P, clusterCidr: '10.191.0.0/16', subnet: '10.191.0.0/24', hostLinks: [BLUE_BRIDGE] });
   // The binding plugin's NAD as deploy/kubevirt ships it, and the secondary network.
   await c.cp.kubectl('apply', '-f', deploy('kubevirt/binding-nad.yaml'));
-  await c.apply(c.nad('blue', { cniVersion: '1.0.0', name: 'blue', type: 'bridge', bridge: BLUE_BRIDGE, isGateway: true, ipam: { type: 'host-local', dataDir: c.dataDir, ranges: [[{ subnet: '10.192.1.0/24' }]] } }));
+  // blue's bridge is made here with the node's address on it, as an operator's would be: with
+  // isGateway the plugin would set the host-wide net.ipv4.ip_forward, in the machine's own netns.
+  execFileSync('ip', ['link', 'add', BLUE_BRIDGE, 'type', 'bridge']);
+  execFileSync('ip', ['addr', 'add', '10.192.1.1/24', 'dev', BLUE_BRIDGE]);
+  execFileSync('ip', ['link', 'set', BLUE_BRIDGE, 'up']);
+  await c.apply(c.nad('blue', { cniVersion: '1.0.0', name: 'blue', type: 'bridge', bridge: BLUE_BRIDGE, ipam: { type: 'host-local', dataDir: c.dataDir, ranges: [[{ subnet: '10.192.1.0/24' }]] } }));
 });
 
 test.serial('a launcher pod as virt-controller annotates it: eth0, blue\'s hashed pod interface and a tap for each binding entry; network-status maps blue to it; a QEMU guest takes both addresses by DHCP and answers on both; deleting the pod leaves nothing', async (t) => {

@@ -27,7 +27,9 @@ let NS: string;
 
 const hostLocal = (subnet: string) => ({ type: 'host-local', dataDir: c.dataDir, ranges: [[{ subnet }]] });
 const NADS: Record<string, () => object> = {
-  blue: () => ({ cniVersion: '1.0.0', name: 'blue', plugins: [{ type: 'bridge', bridge: BLUE_BRIDGE, isGateway: true, ipam: hostLocal('10.190.1.0/24') }] }),
+  // No isGateway: it would set the host-wide net.ipv4.ip_forward (these pods' kubelet runs in
+  // the machine's own netns); the pods talk over the bridge alone.
+  blue: () => ({ cniVersion: '1.0.0', name: 'blue', plugins: [{ type: 'bridge', bridge: BLUE_BRIDGE, ipam: hostLocal('10.190.1.0/24') }] }),
   red: () => ({ cniVersion: '0.4.0', type: 'macvlan', master: MASTER, mode: 'bridge', ipam: hostLocal('10.190.2.0/24') }),
   storage: () => ({ cniVersion: '1.0.0', type: 'knit', network: STORAGE }),
   green: () => ({ cniVersion: '1.0.0', name: 'green', type: 'bridge', bridge: `${P}b4`, ipam: hostLocal('10.190.4.0/24') }),
