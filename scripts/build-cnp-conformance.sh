@@ -5,8 +5,9 @@
 #   crds/standard.yaml        the release's ClusterNetworkPolicy CRD, standard channel
 #   crds/experimental.yaml    the same, experimental channel (named ports, nodes peers)
 #   images/agnhost.tar        the agnhost:2.45 its pods run, from the Kubernetes conformance
-#                             entry's agnhost (scripts/build-conformance.sh) with a stand-in for
-#                             SCTP, which this kernel lacks (network-policy-api/agnhost-image.sh)
+#                             entry's agnhost (scripts/build-conformance.sh) with its SCTP in
+#                             user space, as this kernel has none (network-policy-api/agnhost-image.sh)
+#   bin/usctp                 that user-space SCTP (network-policy-api/usctp: pion/sctp over raw IP)
 # The suite reads the release from the CRD's bundle-version annotation and refuses another, so
 # both come from the one module. With no argument the output is <test cache>/cnp-conformance-<key>
 # (scripts/lib/cache-entry.sh; the last line printed is its path); with one, that directory.
@@ -26,8 +27,11 @@ out=$1
 command -v go >/dev/null || { echo "build-cnp-conformance: go is not installed" >&2; exit 1; }
 mkdir -p "$out/bin" "$out/crds" "$out/images" "$GOCACHE" "$GOMODCACHE"
 out=$(cd "$out" && pwd)
+# usctp's go.sum is committed: a build that would need another module fails.
+(cd "$here/network-policy-api/usctp" && GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
+  go build -trimpath -ldflags "-s -w" -o "$out/bin/usctp" .)
 kube_conformance=$(bash "$here/build-conformance.sh" | tail -1)
-bash "$here/network-policy-api/agnhost-image.sh" "$kube_conformance/images/agnhost.tar" "$out/images/agnhost.tar"
+bash "$here/network-policy-api/agnhost-image.sh" "$kube_conformance/images/agnhost.tar" "$out/bin/usctp" "$out/images/agnhost.tar"
 cd "$here/network-policy-api"
 # The sums are committed (pin.sh): a build that would need another module fails.
 export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0

@@ -2,15 +2,19 @@
 # The agnhost image the network-policy-api suite's pods name (conformance/base/manifests.yaml:
 # registry.k8s.io/e2e-test-images/agnhost:2.45), made from the Kubernetes conformance run's
 # agnhost image (scripts/conformance/images.sh; the agnhost of KUBERNETES_VERSION) with one
-# change, a stand-in for what this machine's kernel lacks: it has no SCTP
-# (CONFIG_IP_SCTP off), so `agnhost porter` serving SERVE_SCTP_PORT_* exits at once and its
-# container would crash-loop, keeping every pod of the suite from becoming Ready. Here /agnhost
-# is a wrapper that runs the real binary (/agnhost-upstream) and, for `porter` only, stays up
-# after it exits, saying why. The SCTP specs then fail (nothing listens), the others run as
-# upstream means them.
-#   agnhost-image.sh <agnhost.tar of the conformance entry> <out.tar>
+# change, for what this machine's kernel lacks: it has no SCTP (CONFIG_IP_SCTP off), so
+# agnhost's SCTP sockets do not open (`connect --protocol=sctp` answers "protocol not
+# supported", `porter` with SERVE_SCTP_PORT_* exits). Here SCTP's endpoints run in user space
+# instead: /usctp (usctp/ beside this script: pion/sctp over raw IP sockets of protocol 132).
+# The packets on the wire are genuine SCTP (INIT, INIT-ACK, COOKIE-ECHO, ..., CRC32c), and
+# knit's nft rules and conntrack judge them as they would a kernel's; only the endpoints are
+# not the kernel's. /agnhost is a wrapper: `connect --protocol=sctp` runs /usctp connect (same
+# output and exit codes as agnhost's), `porter` runs /usctp porter, which serves the
+# SERVE_SCTP_PORT_* variables itself and the real porter (/agnhost-upstream) without them;
+# anything else is the real binary.
+#   agnhost-image.sh <agnhost.tar of the conformance entry> <usctp binary> <out.tar>
 set -euo pipefail
-src=$1 out=$2
+src=$1 usctp=$2 out=$3
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
 name=registry.k8s.io/e2e-test-images/agnhost:2.45
 scratch=$(mktemp -d /tmp/knit-cnp-image.XXXXXX)
@@ -33,19 +37,24 @@ export CONTAINERS_STORAGE_CONF=$scratch/storage.conf CONTAINERS_CONF=$scratch/co
 ctr=$(buildah from --quiet --cni-config-dir "$scratch/net.d" "docker-archive:$src")
 mnt=$(buildah mount "$ctr")
 mv "$mnt/agnhost" "$mnt/agnhost-upstream"
+install -m 0755 "$usctp" "$mnt/usctp"
 cat >"$mnt/agnhost" <<'WRAP'
 #!/bin/sh
-# knit's stand-in (scripts/network-policy-api/agnhost-image.sh): this kernel has no SCTP; a
-# porter that exits (its SCTP listener cannot open) leaves its container up rather than crash.
-if [ "$1" = porter ]; then
-  /agnhost-upstream "$@"
-  echo "agnhost porter exited ($?); this kernel has no SCTP: staying up without a listener" >&2
-  exec sleep infinity
-fi
+# knit's stand-in (scripts/network-policy-api/agnhost-image.sh): this kernel has no SCTP, so
+# agnhost's SCTP runs in user space (/usctp: pion/sctp over raw IP; real SCTP on the wire).
+case $1 in
+porter) exec /usctp porter /agnhost-upstream "$@" ;;
+connect)
+  prev=
+  for arg; do
+    case $prev/$arg in */--protocol=sctp | --protocol/sctp) exec /usctp "$@" ;; esac
+    prev=$arg
+  done ;;
+esac
 exec /agnhost-upstream "$@"
 WRAP
 chmod 0755 "$mnt/agnhost"
-touch -d "@$SOURCE_DATE_EPOCH" "$mnt/agnhost" "$mnt/agnhost-upstream"
+touch -d "@$SOURCE_DATE_EPOCH" "$mnt/agnhost" "$mnt/agnhost-upstream" "$mnt/usctp"
 buildah umount "$ctr" >/dev/null
 buildah commit --quiet --format docker --timestamp "$SOURCE_DATE_EPOCH" --rm "$ctr" "docker-archive:$out:$name" >/dev/null
 ctr=
