@@ -137,6 +137,8 @@ type clientConn struct {
 	ports       ports // ours → the peer's, as on the wire
 	established atomic.Bool
 
+	buf [65536]byte // pion reads from one goroutine
+
 	mu      sync.Mutex
 	failure error // why the handshake ended below pion: an ABORT, or an ICMP error
 }
@@ -155,9 +157,8 @@ func (c *clientConn) fail(err error) error {
 }
 
 func (c *clientConn) Read(b []byte) (int, error) {
-	buf := make([]byte, 65536)
 	for {
-		n, _, err := c.IPConn.ReadFromIP(buf) // it strips the IPv4 header; Read would not
+		n, _, err := c.IPConn.ReadFromIP(c.buf[:]) // it strips the IPv4 header; Read would not
 		if err != nil {
 			// An ICMP error for the peer surfaces here as the socket's error: protocol
 			// unreachable (the peer has neither kernel SCTP nor a raw socket) is ENOPROTOOPT,
@@ -168,7 +169,7 @@ func (c *clientConn) Read(b []byte) (int, error) {
 			}
 			return 0, err
 		}
-		pkt := buf[:n]
+		pkt := c.buf[:n]
 		if n < headerSize || packetPorts(pkt) != (ports{c.ports.dst, c.ports.src}) || !checksumValid(pkt) {
 			continue // another association's, or damaged: dropped as a kernel would
 		}
