@@ -39,6 +39,10 @@ func connectMain(args []string) {
 		fmt.Fprintf(os.Stderr, "DNS: %v\n", err)
 		os.Exit(1)
 	}
+	if peer.IP.To4() == nil {
+		fmt.Fprintf(os.Stderr, "OTHER: usctp speaks SCTP over IPv4 only, not to %s\n", peer.IP)
+		os.Exit(1)
+	}
 
 	timeoutCh := time.After(*timeout)
 	errCh := make(chan error)
@@ -80,7 +84,7 @@ func resolve(dest string) (*net.IPAddr, uint16, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("port %q: %w", portText, err)
 	}
-	addr, err := net.ResolveIPAddr("ip4", host)
+	addr, err := net.ResolveIPAddr("ip", host)
 	if err != nil {
 		return nil, 0, err
 	}
