@@ -14,6 +14,14 @@ export const CLUSTER_NETWORK_POLICIES = '/apis/policy.networking.k8s.io/v1beta1/
 
 type Cnp = KubeObject & ClusterNetworkPolicy;
 
+const CRD_NAME = 'clusternetworkpolicies.policy.networking.k8s.io';
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+const RELIST_AFTER_CRD_MS = [1_000, 10_000];
+const crdKept = (c: KubeObject): KubeObject => {
+  const { name, uid, resourceVersion, generation } = c.metadata;
+  return { metadata: { name, uid, resourceVersion, generation } };
+};
+
 /** What an API server without the CRD means, and what to do (docs/network-policy.md). */
 export const CRD_MISSING = 'the ClusterNetworkPolicy CRD (clusternetworkpolicies.policy.networking.k8s.io, v1beta1) is not installed; '
   + 'until it is, knit enforces NetworkPolicy alone. Install it from sigs.k8s.io/network-policy-api v0.3.0, or set networkPolicy.clusterNetworkPolicies false';
@@ -40,6 +48,8 @@ export type WatchedList = Pick<Informer<KubeObject>, 'state' | 'detail' | 'serve
 export interface ClusterPolicyInformers {
   /** By the names the source's state reports them under. */
   informers: Record<string, WatchedList>;
+  /** Started and stopped with them, but not part of the view: the view is whole without it. */
+  crdWatch: { start(): void; stop(): Promise<void> };
   /** A change policy reads: any ClusterNetworkPolicy change, a Node's labels or addresses. */
   onChange(fn: () => void): void;
   view(): Required<ClusterPolicyView>;
@@ -48,6 +58,32 @@ export interface ClusterPolicyInformers {
 export async function clusterPolicyInformers(client: KubeClient): Promise<ClusterPolicyInformers> {
   const { Informer } = await import('../kube/index.js');
   const cnps = new Informer<Cnp>(client, CLUSTER_NETWORK_POLICIES, { transform: cnpKept, notServed: CRD_MISSING });
+  // The CRD itself: when it comes, or its schema changes (the standard channel's replaced by the
+  // experimental one), the ClusterNetworkPolicies are listed again. A watch begun before the
+  // change goes on sending objects as the old schema prunes them (an experimental field
+  // dropped), and an object sent that way stays so until it changes. Listed after a moment and
+  // again later: the API server takes the new schema into use a little after the CRD changes.
+  const crd = new Informer<KubeObject>(client, CRDS, { fieldSelector: `metadata.name=${CRD_NAME}`, transform: crdKept });
+  const timers = new Set<NodeJS.Timeout>();
+  crd.onChange((kind, obj, old) => {
+    if (kind === 'update' && old && obj.metadata.generation === old.metadata.generation) return;
+    for (const ms of RELIST_AFTER_CRD_MS) {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        void cnps.relistNow();
+      }, ms);
+      timer.unref();
+      timers.add(timer);
+    }
+  });
+  const crdWatch = {
+    start: () => crd.start(),
+    async stop() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      await crd.stop();
+    },
+  };
   const nodes = new Informer<Node>(client, '/api/v1/nodes', { transform: policyNodeKept });
   const nodeView = new WeakMap<Node, PolicyNode>();
   const nodeOf = (n: Node) => {
@@ -57,6 +93,7 @@ export async function clusterPolicyInformers(client: KubeClient): Promise<Cluste
   };
   return {
     informers: { clusternetworkpolicies: cnps, nodes },
+    crdWatch,
     onChange(fn) {
       cnps.onChange(() => fn());
       // Status heartbeats change neither labels nor addresses.

@@ -118,8 +118,8 @@ export class KubePolicies implements PolicySource {
     const { Informer, KubeClient, loadKubeAccess } = await import('../kube/index.js');
     const access = loadKubeAccess({ ...(kubeconfig && { kubeconfig }) });
     // A connection per watch (pods, namespaces, networkpolicies; with ClusterNetworkPolicy
-    // clusternetworkpolicies and nodes too) and one for the pods looked up at an admit.
-    const client = new KubeClient(access, { userAgent: 'knit/network-policy', connections: (clusterPolicies ? 5 : 3) + 1 });
+    // clusternetworkpolicies, nodes and the CRD too) and one for the pods looked up at an admit.
+    const client = new KubeClient(access, { userAgent: 'knit/network-policy', connections: (clusterPolicies ? 6 : 3) + 1 });
     return new KubePolicies(
       access.source,
       client,
@@ -138,10 +138,11 @@ export class KubePolicies implements PolicySource {
 
   start(): void {
     for (const inf of this.all()) inf.start();
+    this.tiers?.crdWatch.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.all().map((i) => i.stop()));
+    await Promise.all([...this.all(), ...(this.tiers ? [this.tiers.crdWatch] : [])].map((i) => i.stop()));
     this.client.close();
   }
 

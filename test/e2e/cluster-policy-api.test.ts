@@ -161,12 +161,12 @@ test('ClusterNetworkPolicy on, its CRD not installed: knit enforces NetworkPolic
   t.regex(after.stdout, /network policy: view from .* \(synced: 1 policies, 3 pods\)/);
 });
 
-test('an Admin egress rule patched to a destinationNamedPort (experimental CRD), as the suite patches it: the destination pod\'s own number for the name is accepted, its other ports fall to the next rule\'s Deny', async (t) => {
+test('the CRD upgraded from the standard to the experimental channel under a running knit, then an Admin egress rule patched to a destinationNamedPort as the suite patches it: knit reads it whole (the destination pod\'s own number for the name is accepted, its other ports fall to the next rule\'s Deny)', async (t) => {
   t.timeout(600_000);
   const P = uniquePrefix('cpp');
   const cnp = await cnpConformance();
   const cp = await startControlPlane(t, { prefix: P });
-  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.experimental);
+  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
   await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
   const { node, kubeconfig } = await knitApiNode(t, cp, P);
   const x = `${P}x`.replace(/-/g, '');
@@ -203,6 +203,13 @@ test('an Admin egress rule patched to a destinationNamedPort (experimental CRD),
   const w = await attach(y, 'w');
   for (const port of [8080, 8081]) await listening(tcpServer(t, w.ns, port));
   t.is(tcpHello(a.ns, w.ip, 8080), '', 'before the patch: x/a → y/w:8080 denied (the Accept names 9999)');
+
+  // The operator moves to the experimental channel. knit's watch began on the API server's
+  // storage for the standard schema, which prunes by it what it reads from etcd.
+  await cp.kubectl('apply', '--server-side', '--force-conflicts', '-f', cnp.crds.experimental);
+  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  const probe = { ...policy, metadata: { name: `${P}probe` }, spec: { ...policy.spec, egress: [{ name: 'p', action: 'Accept', to: [ns(y)], protocols: [{ destinationNamedPort: 'web' }] }] } };
+  await until(async () => (await cp.kubectlInput(JSON.stringify(probe), 'create', '--dry-run=server', '-o', 'json', '-f', '-')).includes('destinationNamedPort'), 'the API server keeps destinationNamedPort (the new schema in force)', 60_000);
 
   // The suite's patch: the first rule's protocols become the named port alone (a merge patch
   // replaces the egress list whole).
