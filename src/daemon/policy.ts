@@ -14,11 +14,11 @@ import { policyTable } from '../base/names.js';
 import { canonical, ViewIndex } from '../policy/view-index.js';
 import type { PolicyRuleset } from '../policy/compile.js';
 import { IncrementalCompiler, type LocalInput } from '../policy/incremental.js';
-import { committed, emptyKernel, heldWithChanges, parseKernel, transaction, type KernelPolicy } from '../policy/ruleset.js';
+import { committed, emptyKernel, heldWithChanges, mergeTouched, noneTouched, parseKernel, transaction, type KernelPolicy, type Touched } from '../policy/ruleset.js';
 import { forwardVerdict, localVerdict } from '../policy/datapath.js';
 import { evaluate } from '../policy/evaluate.js';
 import { TierIndex, evaluateTiered } from '../policy/cluster-policy-evaluate.js';
-import { withTiers } from '../policy/cluster-policy-compile.js';
+import { addTiers, compileTierShare, tierNames } from '../policy/cluster-policy-compile.js';
 import { tierCounter } from '../policy/cluster-policy-nft.js';
 import { KnitError } from '../base/errors.js';
 import { familyOfText, type IpFamily } from '../ipam/ip.js';
@@ -87,6 +87,8 @@ export class PolicyController {
   private index: ViewIndex | undefined;
   /** The last pass's ClusterNetworkPolicies, indexed on the view ExplainPolicy judges. */
   private tiers: TierIndex | undefined;
+  /** The names the tiers held in the table after the last pass: a pass compares them too. */
+  private lastTierNames: Touched = noneTouched();
   /** This node's own addresses (from the node list, with ClusterNetworkPolicy on): a flow to
    * one of them meets the input hook. */
   private nodeAddrs = new Set<string>();
@@ -270,9 +272,10 @@ export class PolicyController {
     this.index = undefined;
     this.explained = compiler;
     if (whole || touched.counters.size || this.tiers) this.counterOf = new Map(compiler.counters().map((c) => [c.name, { policy: c.policy, direction: c.direction, verdict: c.verdict }]));
-    let only = whole ? undefined : touched;
-    // ClusterNetworkPolicy: its tiers compiled whole at every pass, on a copy of the share the
-    // compiler keeps (which stays NetworkPolicy's alone), and the transaction diffs it whole.
+    // ClusterNetworkPolicy: its tiers added to a copy of the share the compiler keeps (which
+    // stays NetworkPolicy's alone). The transaction compares what the compiler touched and
+    // every name the tiers hold now or held after the last pass: nothing else can differ.
+    let names = noneTouched();
     const view = source.view();
     this.tiers = undefined;
     this.nodeAddrs = new Set();
@@ -287,8 +290,9 @@ export class PolicyController {
         else this.reported.delete(p.key);
       }
       for (const key of this.reported.keys()) if (key.startsWith('cnp:') && !tiers.policies.some((p) => p.key === key)) this.reported.delete(key);
-      rs = withTiers(rs, tiers, compiler.localShare());
-      only = undefined;
+      const share = compileTierShare(tiers, compiler.localShare(), rs);
+      rs = addTiers(rs, share);
+      names = tierNames(share);
       this.tiers = tiers;
       this.nodeAddrs = new Set((nodes.find((n) => n.name === this.deps.nodeName)?.ips ?? []).map(canonical));
       for (const p of tiers.policies) {
@@ -300,6 +304,7 @@ export class PolicyController {
         }
       }
     }
+    const only = whole ? undefined : mergeTouched(touched, this.lastTierNames, names);
     const tx = transaction(this.table, this.kernel, rs, only);
     if (tx) {
       await nft(undefined, ['-f', '-'], tx);
@@ -307,6 +312,7 @@ export class PolicyController {
     }
     this.kernel = committed(this.kernel, rs, only);
     this.kernelRead = false;
+    this.lastTierNames = names;
     this.last = rs;
     // Only a change that takes something away can deny a flow that was allowed: a pass that
     // only adds allowed elements lists no conntrack table.
