@@ -65,16 +65,20 @@ export function compileTiers(tix: TierIndex, local: LocalPod[], rs: PolicyRulese
   overlay(rs, compileTierShare(tix, local, rs));
 }
 
-/** Every name the tiers hold, for a transaction that compares only what a pass touched: these
- * and NetworkPolicy's touched names, before and after, are all that can differ. */
-export function tierNames(t: TierShare): Touched {
-  const names = noneTouched();
-  for (const n of t.chains.keys()) names.chains.add(n);
-  for (const n of t.sets.keys()) names.sets.add(n);
-  for (const n of t.counters) names.counters.add(n);
-  for (const m of MAP_NAMES) for (const a of t.maps[m].keys()) names.maps[m].add(a);
-  return names;
+/** The names whose tiers differ between two passes' shares (none: no tiers): with what the
+ * incremental compiler touched, all a transaction needs to compare. A chain is named after its
+ * content; a set kept from the last pass is the same object. */
+export function tierChanges(last: TierShare | undefined, now: TierShare | undefined): Touched {
+  const out = noneTouched();
+  const [a, b] = [last ?? NO_TIERS, now ?? NO_TIERS];
+  for (const n of new Set([...a.chains.keys(), ...b.chains.keys()])) if (a.chains.has(n) !== b.chains.has(n)) out.chains.add(n);
+  for (const n of new Set([...a.sets.keys(), ...b.sets.keys()])) if (a.sets.get(n) !== b.sets.get(n)) out.sets.add(n);
+  for (const n of new Set([...a.counters, ...b.counters])) if (a.counters.has(n) !== b.counters.has(n)) out.counters.add(n);
+  for (const m of MAP_NAMES) for (const k of new Set([...a.maps[m].keys(), ...b.maps[m].keys()])) if (a.maps[m].get(k) !== b.maps[m].get(k)) out.maps[m].add(k);
+  return out;
 }
+
+const NO_TIERS: TierShare = { chains: new Map(), sets: new Map(), counters: new Set(), maps: emptyMaps() };
 
 function overlay(rs: PolicyRuleset, t: TierShare): void {
   for (const [name, c] of t.chains) rs.chains.set(name, c);

@@ -2,14 +2,16 @@
 // (src/daemon/policy.ts): random sequences of changes (pods of any node added, relabelled,
 // readdressed, deleted; namespaces relabelled; NetworkPolicies; this node's pods admitted and
 // released; ClusterNetworkPolicies added, changed and deleted; nodes relabelled and readdressed)
-// applied one by one. After each, the tiers equal those compiled whole on the full compile, the
-// share itself is left NetworkPolicy's, and the transaction over what the pass touched plus
-// every name the tiers hold before and after equals the transaction over the whole table, and
-// leaves the same kernel.
+// applied one by one. After each, the tiers kept from pass to pass (IncrementalTiers) equal
+// those compiled whole on the full compile, the share itself is left NetworkPolicy's, and the
+// transaction over what the compiler touched plus the names whose tiers changed (tierChanges)
+// equals the transaction over the whole table, adds no chain after a chain that goes to it,
+// and leaves the same kernel.
 import test from 'ava';
 import { IncrementalCompiler } from '../../src/policy/incremental.js';
 import { TierIndex } from '../../src/policy/cluster-policy-evaluate.js';
-import { addTiers, compileTierShare, tierNames, withTiers } from '../../src/policy/cluster-policy-compile.js';
+import { addTiers, tierChanges, withTiers, type TierShare } from '../../src/policy/cluster-policy-compile.js';
+import { IncrementalTiers } from '../../src/policy/cluster-policy-incremental.js';
 import type { ClusterNetworkPolicy, ClusterNetworkPolicyPeer, ClusterNetworkPolicyProtocol, ClusterNetworkPolicyRule, PolicyNode } from '../../src/policy/cluster-policy.js';
 import { committed, emptyKernel, mergeTouched, noneTouched, transaction, wanted, BASE_CHAIN, type KernelPolicy } from '../../src/policy/ruleset.js';
 import { ViewIndex } from '../../src/policy/view-index.js';
@@ -96,8 +98,9 @@ for (const seed of [11, 12, 13, 14]) {
     const tiers: Tiers = { cnps: new Map(), nodes: new Map(), nextNodeIp: 1 };
     for (const name of NODE_NAMES) tiers.nodes.set(name, nodeOf(r, name, tiers.nextNodeIp++));
     const c = new IncrementalCompiler(NODE);
+    const tc = new IncrementalTiers();
     let kernel: KernelPolicy = emptyKernel();
-    let last = noneTouched();
+    let last: TierShare | undefined;
     const history: string[] = [];
     let tiered = 0;
     let txs = 0;
@@ -108,7 +111,7 @@ for (const seed of [11, 12, 13, 14]) {
       const nodes = [...tiers.nodes.values()];
       const cnps = [...tiers.cnps.values()];
       const before = plain(c.ruleset);
-      const share = compileTierShare(new TierIndex(new ViewIndex({ ...c.view(), nodes: nodeAddrs(nodes) }), cnps, nodes), c.localShare(), c.ruleset);
+      const share = tc.update(new TierIndex(new ViewIndex({ ...c.view(), nodes: nodeAddrs(nodes) }), cnps, nodes), c.localShare(), c.ruleset, touched);
       const rs = addTiers(c.ruleset, share);
       t.deepEqual(plain(c.ruleset), before, `${at}: the share itself is not changed`);
       // The tiers on the incremental share equal the tiers on the full compile.
@@ -118,8 +121,7 @@ for (const seed of [11, 12, 13, 14]) {
       t.deepEqual(same(rs), same(wholeRs), at);
       // The transaction over the touched names and the tiers' before and after, as the daemon
       // sends it, does what the one over the whole table does, and leaves the same kernel.
-      const names = tierNames(share);
-      const only = kernel.base ? mergeTouched(touched, last, names) : undefined;
+      const only = kernel.base ? mergeTouched(touched, tierChanges(last, share)) : undefined;
       const whole = transaction('knit-policy', kernel, rs);
       const part = transaction('knit-policy', kernel, rs, only);
       t.deepEqual(lines(part), lines(whole), at);
@@ -127,7 +129,7 @@ for (const seed of [11, 12, 13, 14]) {
       kernel = committed(kernel, rs, only);
       t.deepEqual(plainKernel(kernel), plainKernel({ ...wanted(rs), chains: new Set([...rs.chains.keys(), BASE_CHAIN]) }), at);
       t.is(transaction('knit-policy', kernel, rs), '', at);
-      last = names;
+      last = share;
       if (!t.passed) return; // the first difference says enough
       if ([...rs.chains.keys()].some((n) => /^[ab][ie][46]_/.test(n))) tiered++;
       if (whole) txs++;
@@ -136,3 +138,49 @@ for (const seed of [11, 12, 13, 14]) {
     t.true(txs > 50, `${txs} of 200 passes changed the table`);
   });
 }
+
+test('a change makes again only what it reaches: a peer its sets, a ClusterNetworkPolicy its own sets, a node the sets that name nodes', (t) => {
+  const c = new IncrementalCompiler(NODE);
+  const pod = (namespace: string, name: string, app: string, ip: string, node = 'n2') => ({ namespace, name, labels: { app }, ips: [ip], node });
+  c.load({ namespaces: [{ name: 'x', labels: {} }, { name: 'y', labels: {} }], policies: [], pods: [pod('y', 'client', 'c', '10.0.1.1'), pod('y', 'other', 'o', '10.0.1.2')] });
+  c.setLocal('sb1', { namespace: 'x', name: 'server', ips: ['10.0.0.1'], seen: pod('x', 'server', 's', '10.0.0.1', NODE) });
+  const peer = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
+  const cnps: ClusterNetworkPolicy[] = [
+    { metadata: { name: 'from-c' }, spec: { tier: 'Admin', priority: 1, subject: { namespaces: {} }, ingress: [{ action: 'Deny', from: [peer('c')] }] } },
+    { metadata: { name: 'from-o' }, spec: { tier: 'Admin', priority: 2, subject: { namespaces: {} }, ingress: [{ action: 'Accept', from: [peer('o')] }] } },
+    { metadata: { name: 'to-nodes' }, spec: { tier: 'Baseline', priority: 1, subject: { namespaces: {} }, egress: [{ action: 'Deny', to: [{ nodes: { matchLabels: { zone: 'one' } } }] }] } },
+  ];
+  let nodes: PolicyNode[] = [{ name: 'n2', labels: { zone: 'one' }, ips: ['192.168.0.2'] }];
+  const tiers = new IncrementalTiers();
+  const pass = () => {
+    const touched = c.flush();
+    return tiers.update(new TierIndex(new ViewIndex({ ...c.view(), nodes: nodeAddrs(nodes) }), cnps, nodes), c.localShare(), c.ruleset, touched);
+  };
+  const setsOf = (t: TierShare) => [...t.sets.keys()];
+  const first = pass();
+  t.is(first.sets.size, 3);
+  const [fromC, fromO, toNodes] = setsOf(first);
+  t.deepEqual(setsOf(first).map((n) => first.sets.get(n)!.elements), [['10.0.1.1'], ['10.0.1.2'], ['192.168.0.2']]);
+
+  c.setPod('y/client', pod('y', 'client', 'c', '10.0.1.9'));
+  const moved = pass();
+  t.deepEqual([...tierChanges(first, moved).sets], [fromC], 'a peer that moved: its set alone');
+  t.deepEqual(moved.sets.get(fromC)!.elements, ['10.0.1.9']);
+  t.deepEqual(tierChanges(first, moved).chains.size, 0);
+
+  c.setPod('z/unrelated', pod('z', 'unrelated', 'u', '10.0.2.1'));
+  const unrelated = pass();
+  t.deepEqual(tierChanges(moved, unrelated), noneTouched(), 'a pod no peer selects: nothing');
+
+  cnps[1] = { ...cnps[1]!, spec: { ...cnps[1]!.spec, ingress: [{ action: 'Accept', from: [peer('u')] }] } };
+  const policy = pass();
+  const changed = tierChanges(unrelated, policy);
+  t.deepEqual([...changed.sets], [fromO], 'a ClusterNetworkPolicy changed: its own set');
+  t.deepEqual(policy.sets.get(fromO)!.elements, ['10.0.2.1']);
+  t.is(policy.sets.get(fromC), unrelated.sets.get(fromC), 'the others are kept as they were');
+
+  nodes = [{ name: 'n2', labels: { zone: 'one' }, ips: ['192.168.0.3'] }];
+  const node = pass();
+  t.deepEqual([...tierChanges(policy, node).sets], [toNodes], 'a node readdressed: the sets that name nodes');
+  t.deepEqual(node.sets.get(toNodes)!.elements, ['192.168.0.3']);
+});
