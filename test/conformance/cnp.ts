@@ -23,6 +23,8 @@ export interface CnpTarget {
   kubeconfig: string;
   /** knit's commit, for the report's implementation version. */
   commit: string;
+  /** Only the tests whose short names match (go test's -test.run below the profile test). */
+  focus?: string;
 }
 
 export interface CnpTest {
@@ -103,7 +105,7 @@ export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: {
   const report = path.join(dirs.results, `cnp-${channel}.yaml`);
   const logFile = path.join(dirs.logs, `cnp-${channel}.log`);
   const argv = [
-    '-test.run', '^TestConformanceProfiles$',
+    '-test.run', `^TestConformanceProfiles$${target.focus ? `/${target.focus}` : ''}`,
     '-test.v',
     '-test.timeout', '60m',
     '--conformance-profiles=ClusterNetworkPolicy',
