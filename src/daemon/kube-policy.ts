@@ -83,9 +83,9 @@ export class KubePolicies implements PolicySource {
     policies.onChange((kind, obj) => this.emit({ kind: 'policy', key: keyOf(obj), ...(kind !== 'delete' && { policy: obj }) }));
     // Changes count once the view was read whole; a relist after the API comes back is
     // reported object by object, as a watch would have (src/kube/informer.ts).
-    // A ClusterNetworkPolicy or Node change: the compiler starts again from the whole view
-    // (the tiers are compiled whole at every pass; docs/network-policy.md).
-    tiers?.onChange(() => this.emit({ kind: 'all' }));
+    // A ClusterNetworkPolicy or Node change: a pass, whose tier part compares the lists with
+    // its last (src/policy/cluster-policy-incremental.ts); NetworkPolicy's compiler stays.
+    tiers?.onChange(() => this.emit({ kind: 'tiers' }));
     for (const inf of this.all()) {
       inf.onState((state, detail) => {
         if (state === 'unreachable') log.warn({ source: description, detail }, 'Kubernetes API unreachable; NetworkPolicy keeps its last view');
