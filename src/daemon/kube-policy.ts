@@ -127,7 +127,7 @@ export class KubePolicies implements PolicySource {
       new Informer<Namespace>(client, '/api/v1/namespaces', { transform: nsKept }),
       new Informer<Policy>(client, '/apis/networking.k8s.io/v1/networkpolicies', { transform: policyKept }),
       log,
-      clusterPolicies ? await (await import('./kube-cluster-policy.js')).clusterPolicyInformers(client) : undefined,
+      clusterPolicies ? await (await import('./kube-cluster-policy.js')).clusterPolicyInformers(client, log) : undefined,
     );
   }
 
