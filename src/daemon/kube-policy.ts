@@ -83,9 +83,9 @@ export class KubePolicies implements PolicySource {
     policies.onChange((kind, obj) => this.emit({ kind: 'policy', key: keyOf(obj), ...(kind !== 'delete' && { policy: obj }) }));
     // Changes count once the view was read whole; a relist after the API comes back is
     // reported object by object, as a watch would have (src/kube/informer.ts).
-    // A ClusterNetworkPolicy or Node change: the compiler starts again from the whole view
-    // (the tiers are compiled whole at every pass; docs/network-policy.md).
-    tiers?.onChange(() => this.emit({ kind: 'all' }));
+    // A ClusterNetworkPolicy or Node change: a pass, whose tier part compares the lists with
+    // its last (src/policy/cluster-policy-incremental.ts); NetworkPolicy's compiler stays.
+    tiers?.onChange(() => this.emit({ kind: 'tiers' }));
     for (const inf of this.all()) {
       inf.onState((state, detail) => {
         if (state === 'unreachable') log.warn({ source: description, detail }, 'Kubernetes API unreachable; NetworkPolicy keeps its last view');
@@ -118,8 +118,8 @@ export class KubePolicies implements PolicySource {
     const { Informer, KubeClient, loadKubeAccess } = await import('../kube/index.js');
     const access = loadKubeAccess({ ...(kubeconfig && { kubeconfig }) });
     // A connection per watch (pods, namespaces, networkpolicies; with ClusterNetworkPolicy
-    // clusternetworkpolicies and nodes too) and one for the pods looked up at an admit.
-    const client = new KubeClient(access, { userAgent: 'knit/network-policy', connections: (clusterPolicies ? 5 : 3) + 1 });
+    // clusternetworkpolicies, nodes and the CRD too) and one for the pods looked up at an admit.
+    const client = new KubeClient(access, { userAgent: 'knit/network-policy', connections: (clusterPolicies ? 6 : 3) + 1 });
     return new KubePolicies(
       access.source,
       client,
@@ -127,7 +127,7 @@ export class KubePolicies implements PolicySource {
       new Informer<Namespace>(client, '/api/v1/namespaces', { transform: nsKept }),
       new Informer<Policy>(client, '/apis/networking.k8s.io/v1/networkpolicies', { transform: policyKept }),
       log,
-      clusterPolicies ? await (await import('./kube-cluster-policy.js')).clusterPolicyInformers(client) : undefined,
+      clusterPolicies ? await (await import('./kube-cluster-policy.js')).clusterPolicyInformers(client, log) : undefined,
     );
   }
 
@@ -138,10 +138,11 @@ export class KubePolicies implements PolicySource {
 
   start(): void {
     for (const inf of this.all()) inf.start();
+    this.tiers?.crdWatch.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.all().map((i) => i.stop()));
+    await Promise.all([...this.all(), ...(this.tiers ? [this.tiers.crdWatch] : [])].map((i) => i.stop()));
     this.client.close();
   }
 

@@ -14,11 +14,12 @@ import { policyTable } from '../base/names.js';
 import { canonical, ViewIndex } from '../policy/view-index.js';
 import type { PolicyRuleset } from '../policy/compile.js';
 import { IncrementalCompiler, type LocalInput } from '../policy/incremental.js';
-import { committed, emptyKernel, heldWithChanges, parseKernel, transaction, type KernelPolicy } from '../policy/ruleset.js';
+import { committed, emptyKernel, heldWithChanges, mergeTouched, parseKernel, transaction, type KernelPolicy } from '../policy/ruleset.js';
 import { forwardVerdict, localVerdict } from '../policy/datapath.js';
 import { evaluate } from '../policy/evaluate.js';
 import { TierIndex, evaluateTiered } from '../policy/cluster-policy-evaluate.js';
-import { withTiers } from '../policy/cluster-policy-compile.js';
+import { addTiers, tierChanges, type TierShare } from '../policy/cluster-policy-compile.js';
+import { IncrementalTiers } from '../policy/cluster-policy-incremental.js';
 import { tierCounter } from '../policy/cluster-policy-nft.js';
 import { KnitError } from '../base/errors.js';
 import { familyOfText, type IpFamily } from '../ipam/ip.js';
@@ -87,6 +88,10 @@ export class PolicyController {
   private index: ViewIndex | undefined;
   /** The last pass's ClusterNetworkPolicies, indexed on the view ExplainPolicy judges. */
   private tiers: TierIndex | undefined;
+  /** The tiers kept compiled on the compiler's share, while ClusterNetworkPolicy is on. */
+  private tierCompiler: IncrementalTiers | undefined;
+  /** The tiers in the table after the last pass: a pass compares the names that differ too. */
+  private lastTiers: TierShare | undefined;
   /** This node's own addresses (from the node list, with ClusterNetworkPolicy on): a flow to
    * one of them meets the input hook. */
   private nodeAddrs = new Set<string>();
@@ -149,7 +154,8 @@ export class PolicyController {
     const { source } = this.deps;
     source.onChange((change) => {
       if (change.kind === 'all') this.compiler = undefined; // made again from the whole view
-      else if (this.compiler) this.changes.push(change);
+      // A ClusterNetworkPolicy or Node: the pass compares the source's lists with its last.
+      else if (change.kind !== 'tiers' && this.compiler) this.changes.push(change);
       this.schedule();
     });
     source.start();
@@ -252,6 +258,7 @@ export class PolicyController {
       this.compiler.load(view);
       for (const [id, l] of this.local) this.compiler.setLocal(id, l);
       this.changes = [];
+      this.tierCompiler = undefined; // its parts are the old compiler's pods
       whole = true;
       for (const key of this.reported.keys()) if (!this.compiler.policy(key)) this.reported.delete(key);
       for (const np of view.policies) this.report(`${np.metadata.namespace ?? 'default'}/${np.metadata.name}`);
@@ -270,9 +277,11 @@ export class PolicyController {
     this.index = undefined;
     this.explained = compiler;
     if (whole || touched.counters.size || this.tiers) this.counterOf = new Map(compiler.counters().map((c) => [c.name, { policy: c.policy, direction: c.direction, verdict: c.verdict }]));
-    let only = whole ? undefined : touched;
-    // ClusterNetworkPolicy: its tiers compiled whole at every pass, on a copy of the share the
-    // compiler keeps (which stays NetworkPolicy's alone), and the transaction diffs it whole.
+    // ClusterNetworkPolicy: its tiers, kept compiled from pass to pass, added to a copy of the
+    // share the compiler keeps (which stays NetworkPolicy's alone). The transaction compares
+    // what the compiler touched and the names whose tiers differ from the last pass's: nothing
+    // else can differ.
+    let share: TierShare | undefined;
     const view = source.view();
     this.tiers = undefined;
     this.nodeAddrs = new Set();
@@ -287,19 +296,21 @@ export class PolicyController {
         else this.reported.delete(p.key);
       }
       for (const key of this.reported.keys()) if (key.startsWith('cnp:') && !tiers.policies.some((p) => p.key === key)) this.reported.delete(key);
-      rs = withTiers(rs, tiers, compiler.localShare());
-      only = undefined;
+      this.tierCompiler ??= new IncrementalTiers();
+      share = this.tierCompiler.update(tiers, compiler.localShare(), rs, touched);
+      rs = addTiers(rs, share);
       this.tiers = tiers;
       this.nodeAddrs = new Set((nodes.find((n) => n.name === this.deps.nodeName)?.ips ?? []).map(canonical));
       for (const p of tiers.policies) {
         for (const direction of ['ingress', 'egress'] as const) {
           for (const [action, verdict] of [['Accept', 'accepted'], ['Deny', 'denied'], ['Pass', 'passed']] as const) {
             const name = tierCounter(p.key, direction, action);
-            if (rs.counters.includes(name)) this.counterOf.set(name, { policy: p.key, direction, verdict });
+            if (share.counters.has(name)) this.counterOf.set(name, { policy: p.key, direction, verdict });
           }
         }
       }
-    }
+    } else this.tierCompiler = undefined;
+    const only = whole ? undefined : mergeTouched(touched, tierChanges(this.lastTiers, share));
     const tx = transaction(this.table, this.kernel, rs, only);
     if (tx) {
       await nft(undefined, ['-f', '-'], tx);
@@ -307,6 +318,7 @@ export class PolicyController {
     }
     this.kernel = committed(this.kernel, rs, only);
     this.kernelRead = false;
+    this.lastTiers = share;
     this.last = rs;
     // Only a change that takes something away can deny a flow that was allowed: a pass that
     // only adds allowed elements lists no conntrack table.

@@ -47,6 +47,8 @@ export class Informer<T extends Named> {
   private readonly stateFns: ((s: InformerState, detail: string) => void)[] = [];
   private current: InformerState = 'starting';
   private servedNow = true;
+  /** Between start() and stop(): a relist starts the watch again only then. */
+  private wanted = false;
   private lastDetail = '';
   /** Watch events applied since the last list: whether a watch got anywhere before it failed. */
   private eventsSinceList = 0;
@@ -94,6 +96,7 @@ export class Informer<T extends Named> {
   }
 
   start(): void {
+    this.wanted = true;
     if (this.stopper) return;
     const stopper = new AbortController();
     this.stopper = stopper;
@@ -105,6 +108,20 @@ export class Informer<T extends Named> {
   }
 
   async stop(): Promise<void> {
+    this.wanted = false;
+    await this.halt();
+  }
+
+  /** Lists again now, whatever the watch has seen, and watches on from there; onChange hears
+   * what differs. For a view no event will correct: objects a server sent while it pruned them
+   * by a custom resource's old schema stay so until they change. */
+  async relistNow(): Promise<void> {
+    if (!this.stopper) return;
+    await this.halt();
+    if (this.wanted) this.start();
+  }
+
+  private async halt(): Promise<void> {
     clearInterval(this.resyncTimer);
     this.stopper?.abort();
     await this.running;
@@ -137,7 +154,7 @@ export class Informer<T extends Named> {
     while (!signal.aborted) {
       try {
         if (resourceVersion === undefined) {
-          resourceVersion = await this.relist(signal);
+          resourceVersion = await this.listAll(signal);
           failures = 0;
           this.servedNow = true;
           this.setState('synced', `listed ${this.cache.size} from ${this.describe()}`);
@@ -164,7 +181,7 @@ export class Informer<T extends Named> {
   }
 
   /** Lists, replaces the cache with the result, and tells onChange what differs. */
-  private async relist(signal: AbortSignal): Promise<string> {
+  private async listAll(signal: AbortSignal): Promise<string> {
     const { items, resourceVersion } = await this.client.list<T>(
       this.path,
       { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector, limit: this.opts.pageSize },

@@ -8,80 +8,142 @@
 // "ClusterNetworkPolicy"). Egress to the node's own addresses meets the input hook instead of
 // forward: the `local` maps send it through the same Admin and Baseline rules, with
 // NetworkPolicy's "the own node is always allowed" in between.
-import { tryParseIp, formatIp, familyBits, type IpFamily } from '../ipam/ip.js';
-import { mergeIntervals, normalizeBoxes, intervalText, boxText, type Box } from './boxes.js';
-import type { ClusterPeer, ClusterPolicy, ClusterRule } from './cluster-policy.js';
-import { resolveClusterPort, type TierIndex } from './cluster-policy-evaluate.js';
+import { tryParseIp, formatIp } from '../ipam/ip.js';
+import type { ClusterPolicy, ClusterRule } from './cluster-policy.js';
+import type { TierIndex } from './cluster-policy-evaluate.js';
 import { tierChainName, tierCounter, type TierChain, type TierRule } from './cluster-policy-nft.js';
-import { shortHash, type LocalPod, type MapName, type PolicyRuleset, type SetSpec } from './compile.js';
-import { isolationChain } from './ruleset.js';
-import { PROTOCOL_NUMBER, type Direction, type PolicyPod } from './types.js';
+import { TierSets } from './cluster-policy-sets.js';
+import { emptyMaps, mapOf, MAP_NAMES, type GroupChain, type LocalPod, type MapName, type PolicyRuleset, type SetSpec } from './compile.js';
+import { isolationChain, noneTouched, type Touched } from './ruleset.js';
+import type { Direction, PolicyPod } from './types.js';
 
-const mapOf = (d: Direction, f: IpFamily): MapName => `${d === 'ingress' ? 'in' : 'out'}${f}` as MapName;
+/** What the tiers add to the NetworkPolicy ruleset: every name here is the tiers'. */
+export interface TierShare {
+  /** Tier chains (and the isolation chains of pods of unknown labels), each after what it goes to. */
+  chains: Map<string, TierChain | GroupChain>;
+  sets: ReadonlyMap<string, SetSpec>;
+  counters: Set<string>;
+  /** This node's pods' entries, in place of NetworkPolicy's. */
+  maps: Record<MapName, Map<string, string>>;
+}
 
-/** A copy of `rs` (the incremental compiler's share, which stays NetworkPolicy's alone) with
- * the tiers added: its containers are copied, their entries shared (compileTiers only adds and
- * replaces entries). */
-export function withTiers(rs: PolicyRuleset, tix: TierIndex, local: LocalPod[]): PolicyRuleset {
+/** One pod of this node's part of the tiers. */
+export interface PodTiers {
+  chains: [string, TierChain | GroupChain][];
+  entries: [MapName, string, string][];
+  counters: string[];
+  /** The sets its chains look up. */
+  sets: string[];
+}
+
+/** The tiers of `local`'s pods, compiled whole on `share` (the NetworkPolicy ruleset of the
+ * same pods, which it reads the pods' NetworkPolicy chains from). */
+export function compileTierShare(tix: TierIndex, local: LocalPod[], share: PolicyRuleset): TierShare {
+  const sets = new TierSets(tix);
+  return tierShare(local.map((pod) => podTiers(tix, pod, share, sets)), sets.built);
+}
+
+/** A copy of `rs` with the tiers added: its containers are copied, their entries shared. */
+export function addTiers(rs: PolicyRuleset, t: TierShare): PolicyRuleset {
   const copy: PolicyRuleset = {
     ...rs,
     sets: new Map(rs.sets), chains: new Map(rs.chains), counters: [...rs.counters], limits: new Map(rs.limits),
     maps: Object.fromEntries(Object.entries(rs.maps).map(([m, v]) => [m, new Map(v)])) as PolicyRuleset['maps'],
     self: { 4: [...rs.self[4]], 6: [...rs.self[6]] },
   };
-  compileTiers(tix, local, copy);
+  overlay(copy, t);
   return copy;
+}
+
+/** The whole compile, on a copy of `rs` (the incremental compiler's share stays NetworkPolicy's alone). */
+export function withTiers(rs: PolicyRuleset, tix: TierIndex, local: LocalPod[]): PolicyRuleset {
+  return addTiers(rs, compileTierShare(tix, local, rs));
 }
 
 /** Adds the tiers of `local`'s pods to `rs` (compileRuleset's answer for the same pods). */
 export function compileTiers(tix: TierIndex, local: LocalPod[], rs: PolicyRuleset): void {
-  if (!tix.policies.length) return;
-  const counters = new Set(rs.counters);
-  const sets = new SetBuilder(tix);
+  overlay(rs, compileTierShare(tix, local, rs));
+}
+
+/** The names whose tiers differ between two passes' shares (none: no tiers): with what the
+ * incremental compiler touched, all a transaction needs to compare. A chain is named after its
+ * content; a set kept from the last pass is the same object. */
+export function tierChanges(last: TierShare | undefined, now: TierShare | undefined): Touched {
+  const out = noneTouched();
+  const [a, b] = [last ?? NO_TIERS, now ?? NO_TIERS];
+  for (const n of new Set([...a.chains.keys(), ...b.chains.keys()])) if (a.chains.has(n) !== b.chains.has(n)) out.chains.add(n);
+  for (const n of new Set([...a.sets.keys(), ...b.sets.keys()])) if (a.sets.get(n) !== b.sets.get(n)) out.sets.add(n);
+  for (const n of new Set([...a.counters, ...b.counters])) if (a.counters.has(n) !== b.counters.has(n)) out.counters.add(n);
+  for (const m of MAP_NAMES) for (const k of new Set([...a.maps[m].keys(), ...b.maps[m].keys()])) if (a.maps[m].get(k) !== b.maps[m].get(k)) out.maps[m].add(k);
+  return out;
+}
+
+const NO_TIERS: TierShare = { chains: new Map(), sets: new Map(), counters: new Set(), maps: emptyMaps() };
+
+function overlay(rs: PolicyRuleset, t: TierShare): void {
+  for (const [name, c] of t.chains) rs.chains.set(name, c);
+  for (const [name, s] of t.sets) rs.sets.set(name, s);
+  for (const m of MAP_NAMES) for (const [a, c] of t.maps[m]) rs.maps[m].set(a, c);
+  if (t.counters.size) rs.counters = [...new Set([...rs.counters, ...t.counters])].sort();
+}
+
+/** The pods' parts as one share; `sets`: at least the sets they look up. */
+export function tierShare(parts: Iterable<PodTiers>, sets: ReadonlyMap<string, SetSpec>): TierShare {
+  const t: TierShare = { chains: new Map(), sets, counters: new Set(), maps: emptyMaps() };
+  for (const part of parts) {
+    for (const [name, c] of part.chains) t.chains.set(name, c);
+    for (const [m, a, c] of part.entries) t.maps[m].set(a, c);
+    for (const c of part.counters) t.counters.add(c);
+  }
+  return t;
+}
+
+/** One pod's part: its Admin chain (going on to its NetworkPolicy chain in `share`, else its
+ * Baseline chain), its Baseline chain, and its map entries. */
+export function podTiers(tix: TierIndex, pod: LocalPod, share: PolicyRuleset, sets: TierSets): PodTiers {
+  const part: PodTiers = { chains: [], entries: [], counters: [], sets: [] };
+  if (!tix.policies.length) return part;
+  if (pod.unknown) {
+    // Labels unknown: fail closed as compile.ts does for NetworkPolicy, when a policy could
+    // select the pod's namespace.
+    if (!tix.maySelectNamespace(pod.namespace)) return part;
+    for (const d of ['ingress', 'egress'] as const) for (const a of addrs(pod)) {
+      const m = mapOf(d, a.family);
+      if (share.maps[m].has(formatIp(a))) continue;
+      const [name, chain] = isolationChain(d, a.family);
+      part.chains.push([name, chain]);
+      part.entries.push([m, formatIp(a), name]);
+    }
+    return part;
+  }
   const add = (c: TierChain): string => {
     const name = tierChainName(c);
-    rs.chains.set(name, c); // after what it goes to: a transaction adds chains in this order
+    part.chains.push([name, c]);
     return name;
   };
-  for (const pod of local) {
-    if (pod.unknown) {
-      // Labels unknown: fail closed as compile.ts does for NetworkPolicy, when a policy could
-      // select the pod's namespace.
-      if (!tix.maySelectNamespace(pod.namespace)) continue;
-      for (const d of ['ingress', 'egress'] as const) for (const a of addrs(pod)) {
-        const m = mapOf(d, a.family);
-        if (rs.maps[m].has(formatIp(a))) continue;
-        const [name, chain] = isolationChain(d, a.family);
-        rs.chains.set(name, chain);
-        rs.maps[m].set(formatIp(a), name);
-      }
-      continue;
-    }
-    for (const d of ['ingress', 'egress'] as const) {
-      const admin = tix.selecting('Admin', d, pod);
-      const baseline = tix.selecting('Baseline', d, pod);
-      if (!admin.length && !baseline.length) continue;
-      for (const p of [...admin, ...baseline]) for (const r of p[d]) counters.add(tierCounter(p.key, d, r.action));
-      for (const family of [4, 6] as const) {
-        const own = addrs(pod).filter((a) => a.family === family).map(formatIp);
-        if (!own.length) continue;
-        const rulesOf = (ps: ClusterPolicy[]) => ps.flatMap((p) => p[d].flatMap((r) => tierRule(sets, p, r, d, family, pod)));
-        const np = rs.maps[mapOf(d, family)].get(own[0]!);
-        const base = baseline.length ? add({ tier: 'Baseline', direction: d, family, rules: rulesOf(baseline) }) : undefined;
-        const adminRules = admin.length ? rulesOf(admin) : undefined;
-        const adminChain = (next: string | undefined) => add({ tier: 'Admin', direction: d, family, rules: adminRules!, ...(next && { next }) });
-        const first = adminRules ? adminChain(np ?? base) : np ?? base;
-        for (const a of own) rs.maps[mapOf(d, family)].set(a, first!);
-        if (d === 'egress') {
-          // To the node itself (input hook): a pod NetworkPolicy selects is allowed there.
-          const localFirst = adminRules ? adminChain(np ? undefined : base) : np ? undefined : base;
-          if (localFirst) for (const a of own) rs.maps[`local${family}`].set(a, localFirst);
-        }
+  for (const d of ['ingress', 'egress'] as const) {
+    const admin = tix.selecting('Admin', d, pod);
+    const baseline = tix.selecting('Baseline', d, pod);
+    if (!admin.length && !baseline.length) continue;
+    for (const p of [...admin, ...baseline]) for (const r of p[d]) part.counters.push(tierCounter(p.key, d, r.action));
+    for (const family of [4, 6] as const) {
+      const own = addrs(pod).filter((a) => a.family === family).map(formatIp);
+      if (!own.length) continue;
+      const rulesOf = (ps: ClusterPolicy[]) => ps.flatMap((p) => p[d].map((r) => tierRule(sets, part, p, r, d, family, pod)));
+      const np = share.maps[mapOf(d, family)].get(own[0]!);
+      const base = baseline.length ? add({ tier: 'Baseline', direction: d, family, rules: rulesOf(baseline) }) : undefined;
+      const adminRules = admin.length ? rulesOf(admin) : undefined;
+      const adminChain = (next: string | undefined) => add({ tier: 'Admin', direction: d, family, rules: adminRules!, ...(next && { next }) });
+      const first = adminRules ? adminChain(np ?? base) : np ?? base;
+      for (const a of own) part.entries.push([mapOf(d, family), a, first!]);
+      if (d === 'egress') {
+        // To the node itself (input hook): a pod NetworkPolicy selects is allowed there.
+        const localFirst = adminRules ? adminChain(np ? undefined : base) : np ? undefined : base;
+        if (localFirst) for (const a of own) part.entries.push([`local${family}`, a, localFirst]);
       }
     }
   }
-  for (const [name, s] of sets.built) rs.sets.set(name, s);
-  rs.counters = [...counters].sort();
+  return part;
 }
 
 function addrs(pod: PolicyPod) {
@@ -92,80 +154,10 @@ function addrs(pod: PolicyPod) {
 }
 
 /** A rule as one lookup in a set of what it matches; a rule that matches everything needs none. */
-function tierRule(sets: SetBuilder, p: ClusterPolicy, r: ClusterRule, d: Direction, family: IpFamily, pod: PolicyPod): TierRule[] {
+function tierRule(sets: TierSets, part: PodTiers, p: ClusterPolicy, r: ClusterRule, d: Direction, family: 4 | 6, pod: PolicyPod): TierRule {
   const base = { policy: p.key, rule: r.index, action: r.action };
-  if (r.peers === 'all' && r.protocols === 'all') return [base];
-  const kind = r.protocols === 'all' ? 'addr' : 'concat';
-  // An ingress rule's named ports take the subject's own numbers: pods that number a name
-  // differently need sets of their own.
-  const variant = d === 'ingress' && r.protocols !== 'all' && r.protocols.some((m) => 'named' in m) ? JSON.stringify(r.protocols.flatMap((m) => resolveClusterPort(m, pod))) : '';
-  const name = `c${d[0]}${family}${kind[0]}_${shortHash(`${p.key}\n${d}\n${r.index}\n${variant}`)}`;
-  if (!sets.built.has(name)) sets.built.set(name, sets.build(r, d, family, pod));
-  return [{ ...base, set: name, lookup: kind }];
+  if (r.peers === 'all' && r.protocols === 'all') return base;
+  const { name, kind } = sets.nameFor(p, r, d, family, pod);
+  part.sets.push(name);
+  return { ...base, set: name, lookup: kind };
 }
-
-/** Each rule's set, built once per pass; each pod's addresses parsed once. */
-class SetBuilder {
-  readonly built = new Map<string, SetSpec>();
-  private readonly parsed = new Map<PolicyPod, Record<IpFamily, bigint[]>>();
-
-  constructor(private readonly tix: TierIndex) {}
-
-  private addrsOf(pod: PolicyPod, family: IpFamily): bigint[] {
-    let v = this.parsed.get(pod);
-    if (!v) {
-      v = { 4: [], 6: [] };
-      for (const a of addrs(pod)) v[a.family].push(a.value);
-      this.parsed.set(pod, v);
-    }
-    return v[family];
-  }
-
-  /** A peer's address intervals in one family, and the pods behind them (where a named port
-   * of an egress rule resolves). */
-  private peer(peer: ClusterPeer, family: IpFamily): { ranges: [bigint, bigint][]; pods: PolicyPod[] } {
-    const { ix } = this.tix;
-    switch (peer.kind) {
-      case 'block': {
-        if (peer.family !== family) return { ranges: [], pods: [] };
-        return { ranges: peer.ranges, pods: ix.pods.filter((q) => this.addrsOf(q, family).some((v) => peer.ranges.some(([lo, hi]) => v >= lo && v <= hi))) };
-      }
-      case 'pods': {
-        const pods = ix.pods.filter((q) => this.tix.podPeerHas(peer, q));
-        return { ranges: pods.flatMap((q) => this.addrsOf(q, family).map((v): [bigint, bigint] => [v, v])), pods };
-      }
-      case 'nodes': {
-        const ranges = this.tix.nodesOf(peer).flatMap((n) => n.ips.flatMap((ip) => {
-          const a = tryParseIp(ip);
-          return a?.family === family ? [[a.value, a.value] as [bigint, bigint]] : [];
-        }));
-        return { ranges, pods: [] };
-      }
-    }
-  }
-
-  build(r: ClusterRule, d: Direction, family: IpFamily, pod: PolicyPod): SetSpec {
-    const full: [bigint, bigint] = [0n, (1n << BigInt(familyBits(family))) - 1n];
-    const peers = r.peers === 'all' ? [{ ranges: [full], pods: this.tix.ix.pods }] : r.peers.map((p) => this.peer(p, family));
-    if (r.protocols === 'all') {
-      const ranges = mergeIntervals(peers.flatMap((x) => x.ranges));
-      return { family, kind: 'addr', elements: ranges.map(([lo, hi]) => intervalText(family, lo, hi)).sort() };
-    }
-    const boxes: Box[] = [];
-    for (const peer of peers) {
-      for (const m of r.protocols) {
-        if (!('named' in m)) {
-          for (const [lo, hi] of peer.ranges) boxes.push(box(lo, hi, PROTOCOL_NUMBER[m.protocol], m.from, m.to));
-        } else if (d === 'ingress') {
-          for (const x of resolveClusterPort(m, pod)) for (const [lo, hi] of peer.ranges) boxes.push(box(lo, hi, PROTOCOL_NUMBER[x.protocol], x.from, x.to));
-        } else {
-          // The destination pod's own number for the name: each of the peer's pods.
-          for (const q of peer.pods) for (const x of resolveClusterPort(m, q)) for (const v of this.addrsOf(q, family)) boxes.push(box(v, v, PROTOCOL_NUMBER[x.protocol], x.from, x.to));
-        }
-      }
-    }
-    return { family, kind: 'concat', elements: normalizeBoxes(boxes).map((b) => boxText(family, b)).sort() };
-  }
-}
-
-const box = (lo: bigint, hi: bigint, proto: number, tlo: number, thi: number): Box => ({ lo, hi, plo: proto, phi: proto, tlo, thi });

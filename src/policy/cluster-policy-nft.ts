@@ -39,8 +39,9 @@ export const isTierChain = (c: object): c is TierChain => 'tier' in c;
 /** Tier chains are named a…/b… (Admin, Baseline); NetworkPolicy's group chains g…. */
 export const tierChainName = (c: TierChain) => `${c.tier === 'Admin' ? 'a' : 'b'}${c.direction[0]}${c.family}_${shortHash(JSON.stringify(c))}`;
 
-/** The order chains can go in one transaction: a chain before the chains it jumps to. */
-export const chainDeleteRank = (name: string) => (name.startsWith('a') ? 0 : name.startsWith('b') ? 1 : 2);
+/** A chain goes only to chains of a higher rank (Admin 0, Baseline 1, group chains 2): one
+ * transaction deletes chains by rank, and adds them the other way round. */
+export const chainRank = (name: string) => (name.startsWith('a') ? 0 : name.startsWith('b') ? 1 : 2);
 
 export function tierChainRules(c: TierChain): string[] {
   const ip = c.family === 4 ? 'ip' : 'ip6';

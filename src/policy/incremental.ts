@@ -236,8 +236,10 @@ export class IncrementalCompiler {
   /** The view the share is compiled from (source pods a pod of this node replaces left out),
    * for the oracle (ExplainPolicy). */
   view(): PolicyView {
+    // Source pods that hold an address knit gave a pod of this node, found by address.
+    const shadowed = new Set([...this.localIps.keys()].flatMap((ip) => [...(this.sourcesByIp.get(ip) ?? [])]));
     const pods: PolicyPod[] = [];
-    for (const [key, pod] of this.sources) if (!this.localIdsByKey.has(key) && !pod.ips.some((ip) => this.localIps.has(canonical(ip)))) pods.push(pod);
+    for (const [key, pod] of this.sources) if (!this.localIdsByKey.has(key) && !shadowed.has(key)) pods.push(pod);
     pods.push(...this.localPods.values());
     return { policies: [...this.rawPolicies.values()], namespaces: [...this.namespaces.values()], pods, nodes: {} };
   }

@@ -18,8 +18,11 @@ export class LiteralPolicies implements PolicySource {
   }
 
   replace(literal: Literal): void {
+    const before = this.current;
     this.current = viewOf(literal, this.clusterPolicies);
-    for (const fn of this.listeners) fn({ kind: 'all' });
+    // Only ClusterNetworkPolicies or nodes changed: NetworkPolicy's compiler keeps its share.
+    const kind = networkPolicyPart(before) === networkPolicyPart(this.current) ? 'tiers' : 'all';
+    for (const fn of this.listeners) fn({ kind });
   }
 
   start(): void {}
@@ -40,6 +43,8 @@ export class LiteralPolicies implements PolicySource {
     return this.current.pods.find((p) => p.namespace === namespace && p.name === name) ?? { namespace, name, labels: {}, ips: [] };
   }
 }
+
+const networkPolicyPart = (v: ReturnType<PolicySource['view']>) => JSON.stringify([v.namespaces, v.pods, v.policies]);
 
 function viewOf(l: Literal, clusterPolicies: boolean): ReturnType<PolicySource['view']> {
   return {

@@ -7,7 +7,7 @@
 import { tryParseIp, formatIp, type IpFamily } from '../ipam/ip.js';
 import { intervalText, type Box, boxText } from './boxes.js';
 import { allowCounter, denyCounter, emptyMaps, shortHash, MAP_NAMES, type GroupChain, type MapName, type PolicyRuleset } from './compile.js';
-import { chainDeleteRank, isTierChain, tierChainRules, type TierChain } from './cluster-policy-nft.js';
+import { chainRank, isTierChain, tierChainRules, type TierChain } from './cluster-policy-nft.js';
 
 /** The base chain's name carries the layout's version: a knit that finds another rebuilds
  * the table whole, in one transaction. 2: the input chain and the local maps. */
@@ -132,6 +132,18 @@ export const noneTouched = (): Touched => ({
   maps: Object.fromEntries(MAP_NAMES.map((m) => [m, new Set<string>()])) as Record<MapName, Set<string>>,
 });
 
+/** Every name any of `ts` names: an incremental pass's own, and the names the tiers hold
+ * (cluster-policy-compile.ts, tierNames) before and after it. */
+export function mergeTouched(...ts: Touched[]): Touched {
+  const out = noneTouched();
+  for (const t of ts) {
+    for (const k of ['sets', 'chains', 'counters', 'limits'] as const) for (const n of t[k]) out[k].add(n);
+    for (const m of MAP_NAMES) for (const a of t.maps[m]) out.maps[m].add(a);
+    out.self ||= t.self;
+  }
+  return out;
+}
+
 /** The names a transaction compares: what `only` names, else everything on either side. */
 function namesToCompare(have: KernelPolicy, want: PolicyRuleset, only: Touched | undefined) {
   if (only) {
@@ -190,8 +202,9 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
     if (gone.length) out.push(`delete element ${T} ${name} { ${gone.join(', ')} }`);
     if (come.length) out.push(`add element ${T} ${name} { ${come.join(', ')} }`);
   }
-  // 3. New chains, whole.
-  for (const name of names.chains) if (wantRs.chains.has(name) && !have.chains.has(name)) out.push(`add chain ${T} ${name}`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
+  // 3. New chains, whole: a chain after the chains it goes to (group, Baseline, then Admin).
+  const newChains = names.chains.filter((name) => wantRs.chains.has(name) && !have.chains.has(name));
+  for (const name of newChains.sort((a, b) => chainRank(b) - chainRank(a))) out.push(`add chain ${T} ${name}`, ...chainRules(name, wantRs.chains.get(name)!).map((r) => `add rule ${T} ${name} ${r}`));
   // 4. The maps: a pod that moves to another chain is deleted and added in this same step.
   for (const m of MAP_NAMES) {
     const keys = names.maps(m);
@@ -203,7 +216,7 @@ export function transaction(table: string, have: KernelPolicy, wantRs: PolicyRul
   // 5. What nothing uses any more: chains, then the sets, counters and limits they used.
   // A tier chain goes before the chains it goes to (the kernel refuses a chain still in use).
   const goneChains = names.chains.filter((name) => have.chains.has(name) && !wantRs.chains.has(name));
-  for (const name of goneChains.sort((a, b) => chainDeleteRank(a) - chainDeleteRank(b))) out.push(`delete chain ${T} ${name}`);
+  for (const name of goneChains.sort((a, b) => chainRank(a) - chainRank(b))) out.push(`delete chain ${T} ${name}`);
   for (const [name, s] of wantSets) if (!s && have.sets.has(name)) out.push(`delete set ${T} ${name}`);
   for (const c of names.counters) if (have.counters.has(c) && !wantCounters.has(c)) out.push(`delete counter ${T} ${c}`);
   for (const name of names.limits) if (have.limits.has(name) && !wantRs.limits.has(name)) out.push(`delete limit ${T} ${name}`);

@@ -91,11 +91,13 @@ export interface PolicyView {
 export type Direction = 'ingress' | 'egress';
 
 /** One object of the view that came, changed or (without it) went, by key ("namespace/name"
- * for pods and policies); or the view as a whole is new (read it again). */
+ * for pods and policies); a ClusterNetworkPolicy or Node changed ('tiers': the next pass reads
+ * their lists and compares them with its last); or the view as a whole is new (read it again). */
 export type SourceChange =
   | { kind: 'pod'; key: string; pod?: PolicyPod }
   | { kind: 'namespace'; name: string; namespace?: PolicyNamespace }
   | { kind: 'policy'; key: string; policy?: NetworkPolicy }
+  | { kind: 'tiers' }
   | { kind: 'all' };
 
 /** Where the cluster's policies, namespaces and pods come from: the config's literal lists, or

@@ -7,18 +7,25 @@ import { NAMESPACE_NAME_LABEL, type NetworkPolicy, type PolicyPod, type PolicyVi
 export class ViewIndex {
   readonly policies: Policy[];
   private readonly nsLabels = new Map<string, Record<string, string>>();
-  private readonly podByIp = new Map<string, PolicyPod>();
-  private readonly nodeOfIp = new Map<string, string>();
+  /** By address, made when first asked: a compile asks only for pods and labels. */
+  private addrs: { podByIp: Map<string, PolicyPod>; nodeOfIp: Map<string, string> } | undefined;
   readonly pods: PolicyPod[];
 
   constructor(readonly view: PolicyView) {
     this.policies = view.policies.map(normalized);
     for (const ns of view.namespaces) this.nsLabels.set(ns.name, { ...ns.labels, [NAMESPACE_NAME_LABEL]: ns.name });
     this.pods = view.pods.filter(isPeerPod);
-    for (const pod of this.pods) for (const ip of pod.ips) this.podByIp.set(canonical(ip), pod);
-    for (const [node, addrs] of Object.entries(view.nodes)) for (const a of addrs) this.nodeOfIp.set(canonical(a), node);
+  }
+
+  private byAddress() {
+    if (this.addrs) return this.addrs;
+    const podByIp = new Map<string, PolicyPod>();
+    const nodeOfIp = new Map<string, string>();
+    for (const pod of this.pods) for (const ip of pod.ips) podByIp.set(canonical(ip), pod);
+    for (const [node, addrs] of Object.entries(this.view.nodes)) for (const a of addrs) nodeOfIp.set(canonical(a), node);
     // A hostNetwork pod's address is its node's (docs/network-policy.md).
-    for (const pod of view.pods) if (pod.hostNetwork && pod.node) for (const ip of pod.ips) if (!this.nodeOfIp.has(canonical(ip))) this.nodeOfIp.set(canonical(ip), pod.node);
+    for (const pod of this.view.pods) if (pod.hostNetwork && pod.node) for (const ip of pod.ips) if (!nodeOfIp.has(canonical(ip))) nodeOfIp.set(canonical(ip), pod.node);
+    return (this.addrs = { podByIp, nodeOfIp });
   }
 
   /** A namespace's labels; one the view does not list still carries its name label. */
@@ -27,11 +34,11 @@ export class ViewIndex {
   }
 
   podAt(ip: string): PolicyPod | undefined {
-    return this.podByIp.get(canonical(ip));
+    return this.byAddress().podByIp.get(canonical(ip));
   }
 
   nodeAt(ip: string): string | undefined {
-    return this.nodeOfIp.get(canonical(ip));
+    return this.byAddress().nodeOfIp.get(canonical(ip));
   }
 
   selects(p: Policy, pod: PolicyPod): boolean {

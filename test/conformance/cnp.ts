@@ -23,6 +23,8 @@ export interface CnpTarget {
   kubeconfig: string;
   /** knit's commit, for the report's implementation version. */
   commit: string;
+  /** Only the tests whose short names match (go test's -test.run below the profile test). */
+  focus?: string;
 }
 
 export interface CnpTest {
@@ -92,9 +94,8 @@ export function abortCnp(): void {
   }
 }
 
-/** Applies the channel's CRD and runs the profile, or with `focus` (a Go regexp) only its
- * tests whose names match (go test's -run, one level down); `progress` gets a line per finished test. */
-export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: { results: string; logs: string }, progress: (line: string) => void, focus?: string): Promise<CnpRun> {
+/** Applies the channel's CRD and runs the profile; `progress` gets a line per finished test. */
+export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: { results: string; logs: string }, progress: (line: string) => void): Promise<CnpRun> {
   const env = { ...process.env, KUBECONFIG: target.kubeconfig };
   await must(target.kubectl, ['apply', '--server-side', '--force-conflicts', '-f', target.suite.crds[channel]], { env });
   await must(target.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io'], { env });
@@ -103,7 +104,7 @@ export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: {
   const logFile = path.join(dirs.logs, `cnp-${channel}.log`);
   const argv = [
     // In parentheses: go test splits -run at a bare `|` into whole alternative paths.
-    '-test.run', `^TestConformanceProfiles$${focus ? `/(${focus})` : ''}`,
+    '-test.run', `^TestConformanceProfiles$${target.focus ? `/(${target.focus})` : ''}`,
     '-test.v',
     '-test.timeout', '60m',
     '--conformance-profiles=ClusterNetworkPolicy',
@@ -139,7 +140,7 @@ export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: {
   const pokes = failedPokes(readFileSync(logFile, 'utf8'));
   for (const x of tests) if (x.state === 'failed') x.failedPokes = pokes.get(x.name) ?? [];
   const text = readFileSync(report, 'utf8');
-  return { channel, ...(focus && { focus }), tests, ...statistics(text), seconds: (Date.now() - started) / 1000, report, log: logFile };
+  return { channel, ...(target.focus && { focus: target.focus }), tests, ...statistics(text), seconds: (Date.now() - started) / 1000, report, log: logFile };
 }
 
 /** Waits until the API server prunes by the experimental schema: it takes a CRD's new schema a

@@ -5,11 +5,11 @@
 // summary.md into conformance/results/, takes the cluster down, and checks the machine is as it
 // was. `cnp` is the network-policy-api conformance suite (cnp.ts): the cluster then has
 // ClusterNetworkPolicy on, and its reports and cnp.md go beside summary.md.
-// --focus narrows every chosen suite to the specs that also match it (for a look at one spec;
-// for cnp, the tests whose names match);
+// --focus narrows every chosen suite to the specs that also match it (for a look at one spec; for
+// cnp, a regex on the tests' short names, e.g. NamedPort);
 // --kubeconfig <file> runs against a cluster that is already up (full-up.js's) and leaves it.
 // Exit 0 when no spec failed and the machine is as found. README "Kubernetes conformance".
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +37,7 @@ const names = (arg('suite') ?? 'conformance,sig-network,netpol').split(',').filt
 for (const n of names) if (!(n in SUITES) && n !== 'cnp') throw new Error(`--suite: no suite ${JSON.stringify(n)} (there are ${[...Object.keys(SUITES), 'cnp'].join(', ')})`);
 const withCnp = names.includes('cnp');
 const focus = arg('focus');
+if (focus?.includes('/')) throw new Error(`--focus ${JSON.stringify(focus.slice(0, 40))}: no "/" (the cnp suite passes it to go test's -test.run, where "/" separates levels)`);
 const existing = arg('kubeconfig');
 const suites: Suite[] = names.filter((n) => n !== 'cnp').map((n) => {
   const s = SUITES[n as Suite['name']];
@@ -95,7 +96,7 @@ try {
     const cnpStarted = Date.now();
     for (const channel of CHANNELS) {
       log(`conformance: suite cnp: network-policy-api ${cnp.version}, ClusterNetworkPolicy profile, ${channel} channel`);
-      const r = await runCnpChannel({ suite: cnp, kubectl: target.kubectl, kubeconfig: target.kubeconfig, commit }, channel, { results: resultsDir, logs }, log, focus);
+      const r = await runCnpChannel({ suite: cnp, kubectl: target.kubectl, kubeconfig: target.kubeconfig, commit, ...(focus && { focus }) }, channel, { results: resultsDir, logs }, log);
       cnpRuns.push(r);
       log(`conformance: suite cnp, ${channel}: standard ${JSON.stringify(r.standard)}${r.experimental ? `, experimental ${JSON.stringify(r.experimental)}` : ''}`);
     }
@@ -110,6 +111,9 @@ try {
     ].join('\n');
     writeFileSync(path.join(resultsDir, 'cnp.md'), cnpMarkdown(cnpRuns, cnpHeader));
   }
+  // knit's own log from each node, beside the suites' output: what a failure looks like from knit's side.
+  const knitLog = spawnSync(target.kubectl, ['--kubeconfig', target.kubeconfig, 'logs', '-n', 'knit-system', '-l', 'app.kubernetes.io/name=knit', '--prefix', '--tail=-1', '--max-log-requests=10'], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  writeFileSync(path.join(logs, 'knit.log'), knitLog.stdout + knitLog.stderr);
   const header = [
     '# knit: upstream Kubernetes e2e results',
     '',

@@ -160,3 +160,65 @@ test('ClusterNetworkPolicy on, its CRD not installed: knit enforces NetworkPolic
   t.notRegex(after.stdout, /not served/, 'knit status no longer says the CRD is missing');
   t.regex(after.stdout, /network policy: view from .* \(synced: 1 policies, 3 pods\)/);
 });
+
+test('the CRD upgraded from the standard to the experimental channel under a running knit, then an Admin egress rule patched to a destinationNamedPort as the suite patches it: knit reads it whole (the destination pod\'s own number for the name is accepted, its other ports fall to the next rule\'s Deny)', async (t) => {
+  t.timeout(600_000);
+  const P = uniquePrefix('cpp');
+  const cnp = await cnpConformance();
+  const cp = await startControlPlane(t, { prefix: P });
+  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
+  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  const { node, kubeconfig } = await knitApiNode(t, cp, P);
+  const x = `${P}x`.replace(/-/g, '');
+  const y = `${P}y`.replace(/-/g, '');
+  const container = (ports: object[] = []) => ({ name: 'c', image: 'registry.k8s.io/pause:3.10.1', ports });
+  const items = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: x } },
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: y } },
+    { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: x, name: 'a' }, spec: { containers: [container()] } },
+    { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: y, name: 'w' }, spec: { containers: [container([{ containerPort: 8080, protocol: 'TCP', name: 'web' }])] } },
+  ];
+  await cp.kubectlInput(JSON.stringify({ apiVersion: 'v1', kind: 'List', items }), 'apply', '-f', '-');
+  t.teardown(() => cp.kubectl('delete', 'ns', x, y, '--wait=false').then(() => undefined, () => undefined));
+  const ns = (name: string) => ({ namespaces: { matchLabels: { 'kubernetes.io/metadata.name': name } } });
+  const policy = {
+    apiVersion: 'policy.networking.k8s.io/v1beta1', kind: 'ClusterNetworkPolicy', metadata: { name: `${P}egress` },
+    spec: { tier: 'Admin', priority: 6, subject: ns(x), egress: [
+      { name: 'to-y-9999', action: 'Accept', to: [ns(y)], protocols: [{ tcp: { destinationPort: { number: 9999 } } }] },
+      { name: 'deny-y', action: 'Deny', to: [ns(y)] },
+    ] },
+  };
+  await cp.kubectlInput(JSON.stringify(policy), 'apply', '-f', '-');
+  t.teardown(() => cp.kubectl('delete', 'clusternetworkpolicies', '--ignore-not-found', `${P}egress`).then(() => undefined, () => undefined));
+
+  const o = { prefix: P.replace(/-/g, ''), subnet: '10.247.16.0/24', netns: node, config: { networkPolicy: { kubeconfig, clusterNetworkPolicies: true } } };
+  const d = await startDaemon(o);
+  t.teardown(() => cleanupDaemon(d, o));
+  const attach = async (namespace: string, name: string) => {
+    const n = makeNetns(t, P, `${namespace === x ? 'x' : 'y'}${name}`);
+    const r = (await d.call('Attach', runcAttachReq(`${P}${namespace}-${name}`, n.path, { podNamespace: namespace, podName: name }))).result;
+    return { ns: n.name, ip: r.ips[0].address.split('/')[0] as string };
+  };
+  const a = await attach(x, 'a');
+  const w = await attach(y, 'w');
+  for (const port of [8080, 8081]) await listening(tcpServer(t, w.ns, port));
+  t.is(tcpHello(a.ns, w.ip, 8080), '', 'before the patch: x/a → y/w:8080 denied (the Accept names 9999)');
+
+  // The operator moves to the experimental channel. knit's watch began on the API server's
+  // storage for the standard schema, which prunes by it what it reads from etcd.
+  await cp.kubectl('apply', '--server-side', '--force-conflicts', '-f', cnp.crds.experimental);
+  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  const probe = { ...policy, metadata: { name: `${P}probe` }, spec: { ...policy.spec, egress: [{ name: 'p', action: 'Accept', to: [ns(y)], protocols: [{ destinationNamedPort: 'web' }] }] } };
+  await until(async () => (await cp.kubectlInput(JSON.stringify(probe), 'create', '--dry-run=server', '-o', 'json', '-f', '-')).includes('destinationNamedPort'), 'the API server keeps destinationNamedPort (the new schema in force)', 60_000);
+
+  // The suite's patch: the first rule's protocols become the named port alone (a merge patch
+  // replaces the egress list whole).
+  const patched = structuredClone(policy.spec.egress);
+  patched[0]!.protocols = [{ destinationNamedPort: 'web' } as never];
+  await cp.kubectl('patch', 'clusternetworkpolicy', `${P}egress`, '--type=merge', '-p', JSON.stringify({ spec: { egress: patched } }));
+  const stored = JSON.parse(await cp.kubectl('get', 'clusternetworkpolicy', `${P}egress`, '-o', 'json'));
+  t.deepEqual(stored.spec.egress[0].protocols, [{ destinationNamedPort: 'web' }], 'the API server kept the named port (experimental schema)');
+  await until(async () => tcpHello(a.ns, w.ip, 8080) !== '', 'x/a → y/w:8080 accepted: web is 8080 on y/w', 60_000);
+  t.is(tcpHello(a.ns, w.ip, 8081), '', 'x/a → y/w:8081: not web, the Deny');
+  t.false(d.logs.some((l) => /cannot read whole/.test(l)), 'knit read the patched rule whole');
+});

@@ -91,7 +91,8 @@ test('the DaemonSet runs knit as a node network daemon: every taint, node-critic
   const read = ['get', 'list', 'watch'];
   t.deepEqual(all().filter(({ o }) => /Role$/.test(o.kind)).map(({ o }) => o.rules), [
     [{ apiGroups: [''], resources: ['nodes'], verbs: read }],
-    [{ apiGroups: [''], resources: ['pods', 'namespaces'], verbs: read }, { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: read }, { apiGroups: ['policy.networking.k8s.io'], resources: ['clusternetworkpolicies'], verbs: read }],
+    [{ apiGroups: [''], resources: ['pods', 'namespaces'], verbs: read }, { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: read }, { apiGroups: ['policy.networking.k8s.io'], resources: ['clusternetworkpolicies'], verbs: read },
+      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], resourceNames: ['clusternetworkpolicies.policy.networking.k8s.io'], verbs: read }],
   ]);
   for (const name of ['knit-nodes', 'knit-network-policy']) {
     const binding = find('ClusterRoleBinding', name);

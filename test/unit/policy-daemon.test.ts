@@ -1,10 +1,13 @@
 // The daemon side's pure parts: the config's networkPolicy block, what the informers keep of a
 // Pod, a conntrack line read, the table read back from nft -j (the forms nft prints), and the
-// table kept as it is while the cluster is unknown, with new pods isolated.
+// table kept as it is while the cluster is unknown, with new pods isolated; what a literal
+// list's reload says changed.
 import test from 'ava';
 import { validateConfig } from '../../src/config/load.js';
 import { podKept, podOf } from '../../src/daemon/kube-policy.js';
 import { parseConntrack } from '../../src/daemon/policy.js';
+import { LiteralPolicies } from '../../src/policy/literal.js';
+import type { SourceChange } from '../../src/policy/types.js';
 import { emptyKernel, heldWithChanges, isolationChain, parseKernel, transaction, BASE_CHAIN } from '../../src/policy/ruleset.js';
 
 test('config: networkPolicy defaults to the default network, names only knit networks of its own addresses, and checks its literal lists', (t) => {
@@ -93,4 +96,17 @@ test('with the cluster unknown: the table stays, a new pod is isolated both ways
     `add element inet knit-policy out4 { 10.0.0.7 : jump ${gout} }`,
   ]);
   t.regex(transaction('knit-policy', emptyKernel(), heldWithChanges(emptyKernel(), () => true, ['10.0.0.7'])), /^table inet knit-policy\ndelete table inet knit-policy\n/, 'no table yet: made whole with the new pod isolated');
+});
+
+test('a literal reload that changes only ClusterNetworkPolicies or nodes is a tiers change (NetworkPolicy\'s compiler stays); any other is the whole view', (t) => {
+  const base = { namespaces: { x: { labels: {} } }, pods: [{ namespace: 'x', name: 'a', labels: { app: 'a' }, ips: ['10.0.0.1'], hostNetwork: false, ports: [] }], policies: [], clusterNetworkPolicies: [], nodes: {} };
+  const src = new LiteralPolicies(base as never, true);
+  const said: SourceChange['kind'][] = [];
+  src.onChange((c) => said.push(c.kind));
+  const cnp = { metadata: { name: 'c' }, spec: { tier: 'Admin', priority: 1, subject: { namespaces: {} }, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] } };
+  src.replace({ ...base, clusterNetworkPolicies: [cnp] } as never);
+  src.replace({ ...base, clusterNetworkPolicies: [cnp], nodes: { n1: { labels: {}, ips: ['192.168.0.1'] } } } as never);
+  src.replace({ ...base, pods: [{ ...base.pods[0]!, labels: { app: 'b' } }], clusterNetworkPolicies: [cnp] } as never);
+  t.deepEqual(said, ['tiers', 'tiers', 'all']);
+  t.is(src.view().clusterNetworkPolicies!.length, 1);
 });
