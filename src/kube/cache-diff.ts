@@ -17,7 +17,10 @@ export interface CacheDiff<T> {
   deleted: T[];
 }
 
-export function diffRelist<T extends KubeObject>(cached: ReadonlyMap<string, T>, fresh: readonly T[]): CacheDiff<T> {
+/** `byContent`: an object whose resourceVersion is unchanged but whose content differs is
+ * reported as updated too: the cached copy was read through a custom resource's old schema,
+ * which pruned it (Informer.relistNow). */
+export function diffRelist<T extends KubeObject>(cached: ReadonlyMap<string, T>, fresh: readonly T[], byContent = false): CacheDiff<T> {
   const out: CacheDiff<T> = { added: [], updated: [], deleted: [] };
   const seen = new Set<string>();
   for (const obj of fresh) {
@@ -28,7 +31,7 @@ export function diffRelist<T extends KubeObject>(cached: ReadonlyMap<string, T>,
     else if (old.metadata.uid !== obj.metadata.uid) {
       out.deleted.push(old); // deleted and made again under the same name: a different object
       out.added.push(obj);
-    } else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) out.updated.push({ obj, old });
+    } else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion || (byContent && JSON.stringify(old) !== JSON.stringify(obj))) out.updated.push({ obj, old });
   }
   for (const [key, old] of cached) if (!seen.has(key)) out.deleted.push(old);
   return out;

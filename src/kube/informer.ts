@@ -49,6 +49,8 @@ export class Informer<T extends Named> {
   private servedNow = true;
   /** Between start() and stop(): a relist starts the watch again only then. */
   private wanted = false;
+  /** The next list reports objects whose content changed under the same resourceVersion. */
+  private nextListByContent = false;
   private lastDetail = '';
   /** Watch events applied since the last list: whether a watch got anywhere before it failed. */
   private eventsSinceList = 0;
@@ -118,6 +120,7 @@ export class Informer<T extends Named> {
   async relistNow(): Promise<void> {
     if (!this.stopper) return;
     await this.halt();
+    this.nextListByContent = true;
     if (this.wanted) this.start();
   }
 
@@ -190,13 +193,14 @@ export class Informer<T extends Named> {
     this.eventsSinceList = 0;
     const trim = this.opts.transform;
     if (trim) for (let i = 0; i < items.length; i++) items[i] = trim(items[i]!);
-    this.replaceCache(items);
+    this.replaceCache(items, this.nextListByContent);
+    this.nextListByContent = false;
     return resourceVersion;
   }
 
   /** The cache becomes `items`; onChange hears what differs. */
-  private replaceCache(items: T[]): void {
-    const diff = diffRelist(this.cache, items);
+  private replaceCache(items: T[], byContent = false): void {
+    const diff = diffRelist(this.cache, items, byContent);
     this.cache.clear();
     for (const obj of items) this.cache.set(objectKey(obj), obj);
     for (const obj of diff.deleted) this.emit('delete', obj, undefined);

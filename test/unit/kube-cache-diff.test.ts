@@ -41,3 +41,11 @@ test('an empty cache (the first list) is all adds; an empty list is all deletes'
   t.deepEqual(diffRelist(new Map(), objs), { added: objs, updated: [], deleted: [] });
   t.deepEqual(diffRelist(cacheOf(objs), []), { added: [], updated: [], deleted: objs });
 });
+
+test('byContent: the same resourceVersion with other content is an update (a copy pruned by a CRD\'s old schema); without it, not', (t) => {
+  const pruned = { ...o('egress-tcp', '7'), spec: { egress: [{ protocols: [{}] }] } };
+  const whole = { ...o('egress-tcp', '7'), spec: { egress: [{ protocols: [{ destinationNamedPort: 'web' }] }] } };
+  t.deepEqual(diffRelist(cacheOf([pruned]), [whole]).updated, []);
+  t.deepEqual(diffRelist(cacheOf([pruned]), [whole], true).updated, [{ obj: whole, old: pruned }]);
+  t.deepEqual(diffRelist(cacheOf([whole]), [{ ...whole }], true).updated, [], 'the same content is no update');
+});
