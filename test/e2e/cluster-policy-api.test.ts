@@ -220,5 +220,7 @@ test('the CRD upgraded from the standard to the experimental channel under a run
   t.deepEqual(stored.spec.egress[0].protocols, [{ destinationNamedPort: 'web' }], 'the API server kept the named port (experimental schema)');
   await until(async () => tcpHello(a.ns, w.ip, 8080) !== '', 'x/a → y/w:8080 accepted: web is 8080 on y/w', 60_000);
   t.is(tcpHello(a.ns, w.ip, 8081), '', 'x/a → y/w:8081: not web, the Deny');
-  t.false(d.logs.some((l) => /cannot read whole/.test(l)), 'knit read the patched rule whole');
+  // The old watch may have handed knit the patch pruned first (logged as a rule it cannot read);
+  // the relists after the CRD change are what must have set it right.
+  t.true(d.logs.some((l) => /the ClusterNetworkPolicy CRD changed/.test(l)), 'knit saw the CRD change and listed again');
 });
