@@ -87,9 +87,11 @@ export async function linkEventsDuring(during: () => Promise<unknown>, o: { ns?:
 async function captureDuring(during: () => Promise<unknown>, ns: string | undefined): Promise<LinkEvent[]> {
   const inNs = ns ? ['-n', ns] : [];
   // The largest buffer the host allows (net.core.rmem_max caps it): fewer drops in a busy netns.
-  const mon = spawn('ip', [...inNs, '-rc', String(64 << 20), '-o', 'monitor', 'link'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const mon = spawn('ip', [...inNs, '-rc', String(64 << 20), '-o', 'monitor', 'link'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  let err = '';
   mon.stdout.on('data', (b) => (out += b));
+  mon.stderr.on('data', (b) => (err += b));
   const exited = new Promise((r) => mon.once('exit', r));
   const events = () => out.split('\n').map(parseLinkEvent).filter((e): e is LinkEvent => !!e);
   const fence = `kfence${randomBytes(4).toString('hex')}`;
@@ -116,7 +118,9 @@ async function captureDuring(during: () => Promise<unknown>, ns: string | undefi
   /** Polls `done` while ip runs; the deadline only turns a hang into an error. */
   async function until(done: () => boolean, what: string): Promise<void> {
     for (const end = Date.now() + HANG_MS; !done(); await new Promise((r) => setTimeout(r, 5))) {
-      if (mon.exitCode !== null) throw new Error(`ip monitor link exited (${mon.exitCode}) before ${what}; it printed:\n${out}`);
+      // ip gives up when its own socket overran: the observer lost events, as knit's may have.
+      if (mon.exitCode !== null && /No buffer space/.test(err)) throw new LinkEventsLost(1);
+      if (mon.exitCode !== null) throw new Error(`ip monitor link exited (${mon.exitCode}) before ${what}; it printed:\n${out}${err}`);
       if (Date.now() > end) throw new Error(`waited ${HANG_MS / 1000} s for ${what}; it printed:\n${out}`);
     }
   }
