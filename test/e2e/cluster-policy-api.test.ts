@@ -6,7 +6,7 @@
 // a NetworkPolicy, and a Baseline Deny, made and deleted through the API; verdicts by real TCP
 // between pods, the tier chains and their counters through nft -j, and `knit policy explain`
 // naming the tier and the policy that decide.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
 import { startControlPlane } from '../fixtures/kube-cluster.js';
 import { knitApiNode } from '../fixtures/knit-api-node.js';
@@ -18,14 +18,22 @@ import { policyCounters, policyTableJson } from '../helpers/policy-traffic.js';
 import { clusterPolicyKey } from '../../src/policy/cluster-policy.js';
 import { tierCounter } from '../../src/policy/cluster-policy-nft.js';
 
-test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an Admin Pass handing a namespace to it, a Baseline Deny for the pods it leaves; deleted through the API, the verdicts follow; explain names the tier and the policy', async (t) => {
-  t.timeout(600_000);
-  const P = uniquePrefix('cpa');
+/** A control plane with the channel's CRD (none: not installed) and a node netns whose knit
+ * reads the API with deploy/'s rights. */
+async function apiCluster(t: ExecutionContext, tag: string, crd?: 'standard' | 'experimental') {
+  const P = uniquePrefix(tag);
   const cnp = await cnpConformance();
   const cp = await startControlPlane(t, { prefix: P });
-  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
-  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
-  const { node, kubeconfig } = await knitApiNode(t, cp, P);
+  if (crd) {
+    await cp.kubectl('apply', '--server-side', '-f', cnp.crds[crd]);
+    await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  }
+  return { P, cnp, cp, ...(await knitApiNode(t, cp, P)) };
+}
+
+test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an Admin Pass handing a namespace to it, a Baseline Deny for the pods it leaves; deleted through the API, the verdicts follow; explain names the tier and the policy', async (t) => {
+  t.timeout(600_000);
+  const { P, cp, node, kubeconfig } = await apiCluster(t, 'cpa', 'standard');
 
   // Namespaces x (team=x: servers a and s, client b) and y (team=y: clients c and d).
   const x = `${P}x`.replace(/-/g, '');
@@ -117,10 +125,7 @@ test('ClusterNetworkPolicy from the API: an Admin Deny over a NetworkPolicy, an 
 
 test('ClusterNetworkPolicy on, its CRD not installed: knit enforces NetworkPolicy, knit status and the log name the missing CRD; once the CRD and a ClusterNetworkPolicy come, it is enforced', async (t) => {
   t.timeout(600_000);
-  const P = uniquePrefix('cpn');
-  const cnp = await cnpConformance();
-  const cp = await startControlPlane(t, { prefix: P });
-  const { node, kubeconfig } = await knitApiNode(t, cp, P);
+  const { P, cnp, cp, node, kubeconfig } = await apiCluster(t, 'cpn');
   const x = `${P}x`.replace(/-/g, '');
   const pod = (name: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: x, name, labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10.1' }] } });
   const np = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { namespace: x, name: 'a-closed' }, spec: { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'] } };
@@ -163,12 +168,7 @@ test('ClusterNetworkPolicy on, its CRD not installed: knit enforces NetworkPolic
 
 test('the CRD upgraded from the standard to the experimental channel under a running knit, then an Admin egress rule patched to a destinationNamedPort as the suite patches it: knit reads it whole (the destination pod\'s own number for the name is accepted, its other ports fall to the next rule\'s Deny)', async (t) => {
   t.timeout(600_000);
-  const P = uniquePrefix('cpp');
-  const cnp = await cnpConformance();
-  const cp = await startControlPlane(t, { prefix: P });
-  await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
-  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
-  const { node, kubeconfig } = await knitApiNode(t, cp, P);
+  const { P, cnp, cp, node, kubeconfig } = await apiCluster(t, 'cpp', 'standard');
   const x = `${P}x`.replace(/-/g, '');
   const y = `${P}y`.replace(/-/g, '');
   const container = (ports: object[] = []) => ({ name: 'c', image: 'registry.k8s.io/pause:3.10.1', ports });
