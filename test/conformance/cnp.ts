@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'yaml';
 import type { CnpConformance } from '../fixtures/cnp-conformance.js';
+import { waitCrdEstablished } from '../fixtures/crd.js';
 import { must } from '../fixtures/exec.js';
 
 export type Channel = 'standard' | 'experimental';
@@ -98,7 +99,7 @@ export function abortCnp(): void {
 export async function runCnpChannel(target: CnpTarget, channel: Channel, dirs: { results: string; logs: string }, progress: (line: string) => void): Promise<CnpRun> {
   const env = { ...process.env, KUBECONFIG: target.kubeconfig };
   await must(target.kubectl, ['apply', '--server-side', '--force-conflicts', '-f', target.suite.crds[channel]], { env });
-  await must(target.kubectl, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io'], { env });
+  await waitCrdEstablished((args) => must(target.kubectl, args, { env }), 'clusternetworkpolicies.policy.networking.k8s.io');
   if (channel === 'experimental') await servesNamedPorts(target.kubectl, env);
   const report = path.join(dirs.results, `cnp-${channel}.yaml`);
   const logFile = path.join(dirs.logs, `cnp-${channel}.log`);

@@ -26,7 +26,7 @@ async function apiCluster(t: ExecutionContext, tag: string, crd?: 'standard' | '
   const cp = await startControlPlane(t, { prefix: P });
   if (crd) {
     await cp.kubectl('apply', '--server-side', '-f', cnp.crds[crd]);
-    await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+    await cp.waitCrdEstablished('clusternetworkpolicies.policy.networking.k8s.io');
   }
   return { P, cnp, cp, ...(await knitApiNode(t, cp, P)) };
 }
@@ -152,7 +152,7 @@ test('ClusterNetworkPolicy on, its CRD not installed: knit enforces NetworkPolic
   t.true(d.logs.some((l) => /not served by the Kubernetes API/.test(l) && /ClusterNetworkPolicy CRD/.test(l)), 'and so does the log, once');
 
   await cp.kubectl('apply', '--server-side', '-f', cnp.crds.standard);
-  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  await cp.waitCrdEstablished('clusternetworkpolicies.policy.networking.k8s.io');
   const deny = {
     apiVersion: 'policy.networking.k8s.io/v1beta1', kind: 'ClusterNetworkPolicy', metadata: { name: `${P}deny-b` },
     spec: { tier: 'Admin', priority: 10, subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 's' } } } }, ingress: [{ action: 'Deny', from: [{ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'b' } } } }] }] },
@@ -207,7 +207,7 @@ test('the CRD upgraded from the standard to the experimental channel under a run
   // The operator moves to the experimental channel. knit's watch began on the API server's
   // storage for the standard schema, which prunes by it what it reads from etcd.
   await cp.kubectl('apply', '--server-side', '--force-conflicts', '-f', cnp.crds.experimental);
-  await cp.kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd/clusternetworkpolicies.policy.networking.k8s.io');
+  await cp.waitCrdEstablished('clusternetworkpolicies.policy.networking.k8s.io');
   const probe = { ...policy, metadata: { name: `${P}probe` }, spec: { ...policy.spec, egress: [{ name: 'p', action: 'Accept', to: [ns(y)], protocols: [{ destinationNamedPort: 'web' }] }] } };
   await until(async () => (await cp.kubectlInput(JSON.stringify(probe), 'create', '--dry-run=server', '-o', 'json', '-f', '-')).includes('destinationNamedPort'), 'the API server keeps destinationNamedPort (the new schema in force)', 60_000);
 

@@ -1,18 +1,15 @@
 // A TCP relay between one client and a running apiserver, that a test cuts (connections
 // reset, new ones refused) and mends: a network partition for that client alone.
 import net from 'node:net';
+import { freePort } from '../fixtures/service.js';
 
 /** A TCP relay to the apiserver that can be cut (connections reset, new ones refused) and mended:
  * a network partition between one client and a running apiserver. */
 export async function relay(target: URL) {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
-  const port = await new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(p));
-    });
-  });
+  // Below the ephemeral range: the port stays ours while the relay is cut.
+  const port = await freePort();
   const listen = () =>
     new Promise<void>((resolve) => {
       server = net.createServer((client) => {

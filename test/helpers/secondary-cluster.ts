@@ -57,7 +57,7 @@ export async function startSecondaryCluster(scope: TeardownHost, o: { prefix: st
   });
   const cp = await startControlPlane(scope, { prefix: o.prefix, clusterCidr: o.clusterCidr });
   await cp.kubectl('apply', '-f', deploy('secondary-networks/crd.yaml'));
-  await cp.kubectl('wait', '--for=condition=Established', 'crd/network-attachment-definitions.k8s.cni.cncf.io', '--timeout=60s');
+  await cp.waitCrdEstablished('network-attachment-definitions.k8s.cni.cncf.io');
   await cp.kubectl('apply', '-f', deploy('namespace.yaml'), '-f', deploy('serviceaccount.yaml'), '-f', deploy('secondary-networks/rbac.yaml'));
   const link = await relay(new URL(cp.server));
   scope.teardown(() => link.cut());
