@@ -184,10 +184,18 @@ export class IncrementalCompiler {
   flush(): Touched {
     for (const id of this.dirtyLocals) this.recomputeLocal(id);
     this.dirtyLocals.clear();
+    // Many policies' rules name the same peers and ports (every namespace's "from the ingress
+    // controller on 8080"): their sets hold the same elements, computed once per flush.
+    const computed = new Map<string, SetSpec>();
     for (const name of this.dirtySets) {
       const rec = this.setRecords.get(name);
       if (!rec) continue; // gone meanwhile
-      const spec = ruleSet(rec.def, (p, peer) => this.peers.members(groupKeyOfPeer(p, peer)), (ranges, family) => this.peers.members(groupKeyOfBlock(family, ranges)));
+      const content = setContentKey(rec.def);
+      let spec = computed.get(content);
+      if (!spec) {
+        spec = ruleSet(rec.def, (p, peer) => this.peers.members(groupKeyOfPeer(p, peer)), (ranges, family) => this.peers.members(groupKeyOfBlock(family, ranges)));
+        computed.set(content, spec);
+      }
       const old = this.ruleset.sets.get(name);
       if (old && sameElements(old, spec)) continue;
       this.ruleset.sets.set(name, spec);
@@ -404,6 +412,14 @@ export class IncrementalCompiler {
     this.counterRefs.delete(name);
     this.touched.counters.add(name);
   }
+}
+
+/** What a set's elements depend on, and nothing else: two sets with the same key hold the same
+ * elements (ruleSet reads the policy only through its peers' groups). */
+function setContentKey(def: SetDef): string {
+  const { policy, rule, direction, family, named } = def;
+  const peers = rule.peers === 'all' ? 'all' : rule.peers.map((peer) => (peer.kind === 'pods' ? groupKeyOfPeer(policy, peer) : groupKeyOfBlock(peer.family, peer.ranges)));
+  return JSON.stringify([family, direction, peers, rule.ports, named]);
 }
 
 function sameElements(a: SetSpec, b: SetSpec): boolean {

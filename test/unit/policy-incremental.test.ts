@@ -103,3 +103,34 @@ test('a change touches only its own: a new peer is its sets\' elements, a label 
   t.deepEqual([...relabel.chains].length, 1, 'and its chain, now unused');
   t.false(c.ruleset.maps.in4.has('10.0.0.1'));
 });
+
+test('rules with the same peers and ports (their sets computed once per flush) hold the same elements; a port or the peers\' namespace still tells sets apart', (t) => {
+  const c = new IncrementalCompiler(NODE);
+  const pod = (namespace: string, name: string, app: string, ip: string, node = 'n2'): PolicyPod => ({ namespace, name, labels: { app }, ips: [ip], node });
+  const from = (app: string) => [{ podSelector: { matchLabels: { app } } }];
+  const allow = (namespace: string, name: string, port: number, direction: 'ingress' | 'egress' = 'ingress') => ({
+    metadata: { namespace, name },
+    spec: direction === 'ingress'
+      ? { podSelector: { matchLabels: { app: 's' } }, ingress: [{ from: from('c'), ports: [{ port }] }] }
+      : { podSelector: { matchLabels: { app: 's' } }, policyTypes: ['Egress'], egress: [{ to: from('c'), ports: [{ port }] }] },
+  });
+  c.load({
+    namespaces: [{ name: 'x', labels: {} }, { name: 'y', labels: {} }],
+    pods: [pod('x', 'c1', 'c', '10.0.1.1'), pod('x', 'c2', 'c', '10.0.1.5'), pod('y', 'c3', 'c', '10.0.2.1'), pod('x', 's', 's', '10.0.0.1', NODE), pod('y', 's', 's', '10.0.0.2', NODE)],
+    policies: [allow('x', 'a', 80), allow('x', 'b', 80), allow('x', 'other-port', 81), allow('x', 'out', 80, 'egress'), allow('y', 'a', 80)],
+  });
+  c.setLocal('sb1', { namespace: 'x', name: 's', ips: ['10.0.0.1'], seen: 'unknown' });
+  c.setLocal('sb2', { namespace: 'y', name: 's', ips: ['10.0.0.2'], seen: 'unknown' });
+  c.flush();
+  const holding = (element: string) => [...c.ruleset.sets.values()].filter((s) => s.elements.includes(element)).length;
+  t.is(c.ruleset.sets.size, 5, 'one set per policy rule');
+  t.is(holding('10.0.1.1 . 6 . 80'), 3, 'x/a, x/b and x/out: x\'s peers on TCP 80');
+
+  c.setPod('x/c1', undefined);
+  t.is(c.flush().sets.size, 4, 'the pod left the four sets of namespace x, not y\'s');
+  t.is(holding('10.0.1.1 . 6 . 80'), 0, 'the deleted pod is in no set');
+  t.is(holding('10.0.1.5 . 6 . 80'), 3, 'the sets of the same content still hold the other peer');
+  t.is(holding('10.0.1.5 . 6 . 81'), 1, 'the other port\'s set keeps its own');
+  t.is(holding('10.0.2.1 . 6 . 80'), 1, 'y\'s policy keeps y\'s peer');
+  t.is(holding('10.0.2.1 . 6 . 81'), 0);
+});
