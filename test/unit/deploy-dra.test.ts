@@ -8,7 +8,7 @@ import test from 'ava';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { DaemonSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Pod, ServiceAccount } from 'kubernetes-models/v1';
 import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
@@ -76,6 +76,7 @@ function mergeByName(base: any[] = [], patch: any[] = []): any[] {
 
 test('kustomize\'s result: the DaemonSet mounts the kubelet plugin dirs and the CDI dir at the same paths, knows its node, has a token; the ServiceAccount is bound to exactly the driver\'s rules', (t) => {
   const kustomization = one(path.join(dra, 'kustomization.yaml'));
+  t.true(kustomization.resources.includes('../rbac.yaml'), 'the base RBAC: the cluster network and NetworkPolicy read Nodes, pods, namespaces and policies');
   t.deepEqual(kustomization.patches.map((p: any) => p.path).sort(), ['patches/configmap.yaml', 'patches/daemonset.yaml', 'patches/serviceaccount.yaml']);
   const base = one(path.join(root, 'deploy', 'daemonset.yaml'));
   const patch = one(path.join(dra, 'patches', 'daemonset.yaml'));
@@ -104,10 +105,12 @@ test('kustomize\'s result: the DaemonSet mounts the kubelet plugin dirs and the 
   t.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'knit', namespace: 'knit-system' }]);
 });
 
-test('the ConfigMap patch carries deploy/dra/config.yaml verbatim, knit accepts it with the driver on, and every class and example names that driver', (t) => {
+test('the ConfigMap patch carries deploy/dra/config.yaml verbatim: deploy/config.yaml plus the dra block; knit accepts it with the driver on, and every class and example names that driver', (t) => {
   const text = readFileSync(path.join(dra, 'config.yaml'), 'utf8');
   t.is(one(path.join(dra, 'patches', 'configmap.yaml')).data['config.yaml'], text);
   const config = parseConfigText(text, 'deploy/dra/config.yaml');
+  const { dra: _block, ...rest } = parse(text);
+  t.deepEqual(rest, parse(readFileSync(path.join(root, 'deploy', 'config.yaml'), 'utf8')), 'deploy/config.yaml whole (the cluster network, NetworkPolicy), and only the dra block added');
   t.like(config.dra, { driverName: 'knit.dev', attributeDomain: 'dra.net', registryDir: '/var/lib/kubelet/plugins_registry', pluginsDir: '/var/lib/kubelet/plugins', cdiDir: '/var/run/cdi' });
   for (const { o } of fullObjects()) {
     const configs = o.kind === 'DeviceClass' ? o.spec.config : o.kind === 'ResourceClaimTemplate' ? o.spec.spec.devices.config : [];

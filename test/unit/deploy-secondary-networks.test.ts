@@ -7,7 +7,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { DaemonSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, ServiceAccount } from 'kubernetes-models/v1';
 import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
@@ -83,7 +83,7 @@ test('kustomize\'s result: the DaemonSet validates, mounts the host\'s /var/lib/
   t.is(onHost(s.pluginDirs[0]!), '/opt/cni/bin', 'the host\'s CNI plugins');
 });
 
-test('the ConfigMap patch carries deploy/secondary-networks/config.yaml verbatim, and knit accepts it: deploy/config.yaml\'s network plus the secondaryNetworks block', (t) => {
+test('the ConfigMap patch carries deploy/secondary-networks/config.yaml verbatim, and knit accepts it: deploy/config.yaml whole plus the secondaryNetworks block', (t) => {
   const text = readFileSync(path.join(dir, 'config.yaml'), 'utf8');
   const cm = one(path.join(dir, 'patches', 'configmap.yaml'));
   t.notThrows(() => new ConfigMap(cm).validate());
@@ -91,5 +91,7 @@ test('the ConfigMap patch carries deploy/secondary-networks/config.yaml verbatim
   const config = parseConfigText(text, 'deploy/secondary-networks/config.yaml');
   const base = parseConfigText(readFileSync(path.join(root, 'deploy', 'config.yaml'), 'utf8'), 'deploy/config.yaml');
   t.deepEqual(config.networks, base.networks);
+  const { secondaryNetworks: _block, ...rest } = parse(text);
+  t.deepEqual(rest, parse(readFileSync(path.join(root, 'deploy', 'config.yaml'), 'utf8')), 'deploy/config.yaml whole (the cluster network, NetworkPolicy), and only the block added');
   t.like(config.secondaryNetworks, { namespace: 'kube-system', systemNamespaces: ['kube-system'], namespaceIsolation: false, globalNamespaces: ['default'], defaultNetworks: [] });
 });
