@@ -7,6 +7,9 @@
 #   images/agnhost.tar        the agnhost:2.45 its pods run, from the Kubernetes conformance
 #                             entry's agnhost (scripts/build-conformance.sh) with its SCTP in
 #                             user space, as this kernel has none (network-policy-api/agnhost-image.sh)
+#   images/agnhost-e2e.tar    the same under the name of the Kubernetes e2e suite's agnhost (2.56),
+#                             for the NetworkPolicy suite's [Feature:SCTPConnectivity] specs
+#                             (test/conformance/main.ts imports it over the unmodified one)
 #   bin/usctp                 that user-space SCTP (network-policy-api/usctp: pion/sctp over raw IP)
 # The suite reads the release from the CRD's bundle-version annotation and refuses another, so
 # both come from the one module. With no argument the output is <test cache>/cnp-conformance-<key>
@@ -31,7 +34,11 @@ out=$(cd "$out" && pwd)
 (cd "$here/network-policy-api/usctp" && GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
   go build -trimpath -ldflags "-s -w" -o "$out/bin/usctp" .)
 kube_conformance=$(bash "$here/build-conformance.sh" | tail -1)
-bash "$here/network-policy-api/agnhost-image.sh" "$kube_conformance/images/agnhost.tar" "$out/bin/usctp" "$out/images/agnhost.tar"
+bash "$here/network-policy-api/agnhost-image.sh" "$kube_conformance/images/agnhost.tar" "$out/bin/usctp" "$out/images/agnhost.tar" \
+  registry.k8s.io/e2e-test-images/agnhost:2.45 # conformance/base/manifests.yaml of the suite
+e2e_agnhost=$(awk '$1 == "e2e" && $3 == "agnhost" { print $2 }' "$kube_conformance/images/list.txt")
+[[ -n $e2e_agnhost ]] || { echo "build-cnp-conformance: no agnhost in $kube_conformance/images/list.txt" >&2; exit 1; }
+bash "$here/network-policy-api/agnhost-image.sh" "$kube_conformance/images/agnhost.tar" "$out/bin/usctp" "$out/images/agnhost-e2e.tar" "$e2e_agnhost"
 cd "$here/network-policy-api"
 # The sums are committed (pin.sh): a build that would need another module fails.
 export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0

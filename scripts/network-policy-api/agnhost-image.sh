@@ -12,11 +12,10 @@
 # output and exit codes as agnhost's), `porter` runs /usctp porter, which serves the
 # SERVE_SCTP_PORT_* variables itself and the real porter (/agnhost-upstream) without them;
 # anything else is the real binary.
-#   agnhost-image.sh <agnhost.tar of the conformance entry> <usctp binary> <out.tar>
+#   agnhost-image.sh <agnhost.tar of the conformance entry> <usctp binary> <out.tar> <image name>
 set -euo pipefail
-src=$1 usctp=$2 out=$3
+src=$1 usctp=$2 out=$3 name=$4
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
-name=registry.k8s.io/e2e-test-images/agnhost:2.45
 scratch=$(mktemp -d /tmp/knit-cnp-image.XXXXXX)
 ctr=
 created_var_lib_containers=
