@@ -10,12 +10,14 @@
 // The bridge gets KubeVirt's placeholder 169.254.75.1<index>/32 so the launcher's DHCP server
 // has a source address, and arp_ignore=1 so it answers ARP only for that. On a routed network
 // the guest, served by DHCP, cannot be given the permanent neighbour entry for the link-local
-// gateway that a runc pod gets, so the host end answers for it (proxy ARP, proxy NDP).
+// gateway that a runc pod gets, so the host end answers for it: for IPv4 it holds the gateway
+// address itself (proxy ARP would answer only while the node has a route covering 169.254.1.1,
+// which a node without a default route lacks: projectcalico/calico#3270), for IPv6 proxy NDP.
 import { retireLink } from '../../src/net/retire.js';
 import type { Step } from '../../src/base/plan.js';
 import type { InterfaceInput, InterfacePlan } from '../../src/base/strategy.js';
 import { aliasTag } from '../../src/base/names.js';
-import { ROUTED_GW6 } from '../common/pod-veth.js';
+import { ROUTED_GW4, ROUTED_GW6 } from '../common/pod-veth.js';
 import { lowerMac, planGuestVeth } from '../common/guest-veth.js';
 import { planTap } from '../common/tap.js';
 import { tapHandoff } from '../common/tap-handoff.js';
@@ -67,7 +69,11 @@ export function planBridgeBinding(input: InterfaceInput, opts: KubevirtOptions):
   }
   if (input.network.mode === 'routed') {
     if (hasV4) {
-      steps.push({ description: `proxy ARP on ${veth.hostName} for the guest's gateway`, do: { op: 'sysctl.set', key: `net.ipv4.conf.${veth.hostName}.proxy_arp`, value: '1' } });
+      // Scope host: an address the node never picks as the source of its own traffic.
+      steps.push({
+        description: `${ROUTED_GW4} on ${veth.hostName}, which answers the guest's ARP for its gateway`,
+        do: { op: 'addr.add', link: veth.hostName, address: `${ROUTED_GW4}/32`, scope: 'host' },
+      });
     }
     if (hasV6) {
       steps.push(

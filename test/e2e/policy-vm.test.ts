@@ -8,7 +8,11 @@
 // policy), with the policy in its config's literal lists; the guest boots on the tap knit made,
 // as Kata's shim or virt-launcher would start it. The observers: what a runc-style pod of x and
 // one of y get from the guest's httpd (curl), the guest's own pings, and knit's nft counters.
-// Subnets 10.247.11.0/24, 10.247.13.0/24 - 10.247.15.0/24.
+// Kata's macvtap model (the guest on a macvtap of the pod veth, QEMU on its character device)
+// and the bridge binding on a routed network (the guest's gateway 169.254.1.1 answered by the
+// pod's host end, in a node netns with no default route) too.
+// Subnets 10.247.11.0/24, 10.247.13.0/24 - 10.247.15.0/24, 10.247.17.0/24, 10.247.18.0/24; the
+// routed node's own address 10.247.19.1.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { GUEST_HTTP_PORT } from '../fixtures/qemu.js';
@@ -38,6 +42,8 @@ interface GuestCase {
   dhcp: boolean;
   /** The address the guest's httpd names: the pod IP, unless the guest sits behind NAT. */
   guestAddr?: string;
+  /** A routed network: no bridge, so the node's address is one of its own (on lo). */
+  routed?: boolean;
 }
 
 const cases: GuestCase[] = [
@@ -45,7 +51,11 @@ const cases: GuestCase[] = [
   { title: 'a KubeVirt guest (bridge binding)', tag: 'plq', subnet: '10.247.11.0/24', runtime: 'KUBEVIRT', binding: { binding: 'bridge' }, dhcp: false },
   { title: 'a KubeVirt guest (tap binding)', tag: 'plt', subnet: '10.247.14.0/24', runtime: 'KUBEVIRT', binding: { binding: 'tap' }, dhcp: true },
   { title: 'a KubeVirt guest behind masquerade', tag: 'plm', subnet: '10.247.15.0/24', runtime: 'KUBEVIRT', binding: { binding: 'masquerade', ports: `tcp:${GUEST_HTTP_PORT}` }, dhcp: true, guestAddr: '10.0.2.2' },
+  { title: 'a Kata guest (macvtap)', tag: 'plmv', subnet: '10.247.17.0/24', runtime: 'KATA', binding: { mode: 'macvtap' }, dhcp: false },
+  { title: 'a KubeVirt guest (bridge binding) on a routed network', tag: 'plqr', subnet: '10.247.18.0/24', runtime: 'KUBEVIRT', binding: { binding: 'bridge' }, dhcp: false, routed: true },
 ];
+
+const ROUTED_NODE_ADDR = '10.247.19.1';
 
 const literal = {
   namespaces: { x: { labels: { team: 'x' } }, y: { labels: { team: 'y' } } },
@@ -67,8 +77,9 @@ for (const c of cases) {
     const node = makeNetns(t, P, 'node').name;
     sh(node, 'sysctl', '-qw', 'net.bridge.bridge-nf-call-iptables=0', 'net.bridge.bridge-nf-call-ip6tables=0');
     sh(node, 'ip', 'link', 'set', 'lo', 'up');
-    const o = { prefix: P.replace(/-/g, ''), subnet: c.subnet, netns: node, config: { networkPolicy: { literal } } };
-    const nodeAddr = c.subnet.replace(/0\/24$/, '1');
+    if (c.routed) sh(node, 'ip', 'addr', 'add', `${ROUTED_NODE_ADDR}/32`, 'dev', 'lo');
+    const o = { prefix: P.replace(/-/g, ''), subnet: c.subnet, netns: node, config: { networkPolicy: { literal } }, ...(c.routed && { mode: 'routed' as const }) };
+    const nodeAddr = c.routed ? ROUTED_NODE_ADDR : c.subnet.replace(/0\/24$/, '1');
     const d: Daemon = await startDaemon(o);
     t.teardown(() => cleanupDaemon(d, o));
     const table = `knit-${o.prefix}-policy`;
@@ -87,7 +98,7 @@ for (const c of cases) {
     const deniedOut = counter('de_');
     const started = Date.now();
     // Once configured, the guest pings its node, y/c and x/b, three times each.
-    const { guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff, by: 'name', name: `${P}g`.replace(/-/g, ''), ping: [nodeAddr, y.ip, x.ip], dhcp: c.dhcp });
+    const { guest } = await launchVm({ sandboxId, ifname: 'eth0', handoff, by: handoff.device === 'macvtap' ? 'chardev' : 'name', name: `${P}g`.replace(/-/g, ''), ping: [nodeAddr, y.ip, x.ip], dhcp: c.dhcp });
     t.teardown(() => guest.stop());
     await guest.waitFor(/KNIT-READY/, 300_000);
     t.log(`launch to KNIT-READY: ${Date.now() - started} ms`);

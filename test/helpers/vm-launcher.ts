@@ -1,11 +1,14 @@
 // A tiny VM launcher for e2e tests: given the `handoff` of one interface in knit's Attach
 // answer, it does what a Kata shim or virt-launcher does with it — boot QEMU inside the
 // device's netns, on the tap knit made, by name or with the queue fds from knit's hand-off
-// socket, with the guest NIC's MAC and the guest config knit computed. knit answers; this only
+// socket (or on its macvtap, through the macvtap's character device, as Kata's Go runtime
+// does), with the guest NIC's MAC and the guest config knit computed. knit answers; this only
 // reads the answer. (Real launchers deliver the guest config by Kata's agent or DHCP; here it
 // rides on the test guest's kernel command line.)
 import { closeFd, MAX_FDS_PER_MESSAGE, requestFds } from '../../src/net/fdpass.js';
 import { fromStruct, type StructMsg } from '../../src/api/struct.js';
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import net from 'node:net';
 import { bootGuest, type Guest, type GuestNetConfig } from '../fixtures/qemu.js';
 import { GUEST_AGENT_PORT } from '../fixtures/guest-init.js';
@@ -87,7 +90,9 @@ export interface LaunchOptions {
   /** The interface to name in an fd request: the tap or the pod interface it serves. */
   ifname: string;
   handoff: Handoff;
-  by: 'name' | 'fd';
+  /** A tap: QEMU opens it by name, or takes the queue fds knit's hand-off socket sends. A
+   * macvtap: this process opens its character device (openMacvtapQueues). */
+  by: 'name' | 'fd' | 'chardev';
   /** Names the serial log dir, for debugging. */
   name: string;
   /** Addresses the guest pings once configured (KNIT-PING-OK/FAIL on its serial). */
@@ -107,12 +112,21 @@ export interface LaunchedVm {
 
 /** Boots the guest on knit's device. The tap is opened inside handoff.netns (QEMU runs there,
  * as Kata's QEMU and virt-launcher's do); by fd, knit opened the queues and QEMU inherits
- * them as fd 3, 4, ... */
+ * them as fd 3, 4, ...; by chardev, this process opened the macvtap's queues and QEMU
+ * inherits those. */
 export async function launchVm(o: LaunchOptions): Promise<LaunchedVm> {
   const h = o.handoff;
-  if (h.device !== 'tap') throw new Error(`launchVm: handoff.device ${h.device} is not a tap`);
+  if ((h.device === 'macvtap') !== (o.by === 'chardev')) throw new Error(`launchVm: handoff.device ${h.device} is not opened by ${o.by}`);
   const net = o.dhcp ? { dhcp: o.dhcp, ...(o.ping ? { ping: o.ping } : {}) } : guestNetFrom(h, o.ping);
   const base = { name: o.name, netnsPath: h.netns ?? '/proc/1/ns/net', mac: h.mac, net, qmp: o.qmp };
+  if (o.by === 'chardev') {
+    const { fds } = openMacvtapQueues(base.netnsPath, h.name, h.queues);
+    try {
+      return { guest: await bootGuest({ ...base, tap: { fds } }) };
+    } finally {
+      fds.forEach((fd) => closeSync(fd)); // QEMU has its own copies once it runs
+    }
+  }
   if (o.by === 'name') {
     // The fixture's by-name netdev has no queues= option: QEMU would open one queue.
     if (h.queues !== 1) throw new Error(`launchVm: by name supports one queue, handoff.queues is ${h.queues}`);
@@ -127,6 +141,41 @@ export async function launchVm(o: LaunchOptions): Promise<LaunchedVm> {
   } finally {
     fds.forEach(closeFd); // QEMU has its own copies once it runs
   }
+}
+
+/** The macvtap `name` in netnsPath: its ifindex and its character device's numbers, as sysfs
+ * inside that netns shows them (sysfs shows the net devices of the netns it was mounted in). */
+export function macvtapDevice(netnsPath: string, name: string): { ifindex: number; dev: string } {
+  const read = 'mount -t sysfs sysfs /sys && i=$(cat "/sys/class/net/$1/ifindex") && echo "$i" && cat "/sys/class/net/$1/macvtap/tap$i/dev"';
+  const out = execFileSync('nsenter', [`--net=${netnsPath}`, '--', 'unshare', '--mount', 'sh', '-c', read, 'sh', name], { encoding: 'utf8' });
+  const [ifindex, dev] = out.trim().split('\n');
+  return { ifindex: Number(ifindex), dev };
+}
+
+/** major:minor of a character device node, as stat(1) prints them (hex), in sysfs's decimal form. */
+export function charDevNumbers(node: string): string {
+  const [kind, major, minor] = execFileSync('stat', ['-c', '%F:%t:%T', node], { encoding: 'utf8' }).trim().split(':');
+  if (kind !== 'character special file') throw new Error(`${node} is a ${kind}, not a character device`);
+  return `${parseInt(major, 16)}:${parseInt(minor, 16)}`;
+}
+
+/** Opens a macvtap's queues as Kata's Go runtime does: /dev/tap<ifindex>, once per queue. The
+ * node is host-wide and named after an ifindex that is unique only inside one netns, so it is
+ * taken only if it carries this macvtap's own device numbers (knit picks an ifindex no other
+ * macvtap has: README "Which Kata runtime takes which model"). The caller owns the fds. */
+export function openMacvtapQueues(netnsPath: string, name: string, queues: number): { node: string; fds: number[] } {
+  const { ifindex, dev } = macvtapDevice(netnsPath, name);
+  const node = `/dev/tap${ifindex}`;
+  const found = charDevNumbers(node);
+  if (found !== dev) throw new Error(`${node} is device ${found}, but macvtap ${name} in ${netnsPath} is ${dev}: another netns's macvtap`);
+  const fds: number[] = [];
+  try {
+    for (let q = 0; q < queues; q++) fds.push(openSync(node, 'r+'));
+  } catch (err) {
+    fds.forEach((fd) => closeSync(fd));
+    throw err;
+  }
+  return { node, fds };
 }
 
 /** The README's hand-off client in Python (no knit code): send the request line, receive the

@@ -25,6 +25,7 @@ import { openTapPeer, type TapPeer } from '../fixtures/tap-peer.js';
 import { DISCOVER, dhcpAnswers, dhcpFrame, routerSolicitation } from '../helpers/dhcp-client.js';
 import { parseFrame } from '../../src/dhcp/frame.js';
 import { vmHandoff } from '../helpers/vm-launcher.js';
+import { arpReplyFrom, arpRequest, arpRequestFor, framesAfter } from '../helpers/arp-frames.js';
 
 const P = uniquePrefix('kvbe');
 const HOST = `${P}h`;
@@ -68,20 +69,6 @@ const redirects = (ns: string, dev: string) => tc(ns, 'filter', 'show', 'dev', d
   .flatMap((f: Json) => f.options?.actions ?? []).filter((a: Json) => a.kind === 'mirred').map((a: Json) => `${a.mirred_action} ${a.to_dev}`);
 const ingressQdiscs = (ns: string, dev: string) => tc(ns, 'qdisc', 'show', 'dev', dev).filter((q: Json) => q.kind === 'ingress' || q.kind === 'clsact');
 
-/** An ARP request from the guest's MAC for `target` (RFC 826), as a guest's kernel sends it. */
-function arpRequest(mac: string, sender: string, target: string): Buffer {
-  const m = Buffer.from(mac.split(':').map((x) => parseInt(x, 16)));
-  const ip4 = (a: string) => Buffer.from(a.split('.').map(Number));
-  return Buffer.concat([
-    Buffer.alloc(6, 0xff), m, Buffer.from([0x08, 0x06]),
-    Buffer.from([0, 1, 0x08, 0x00, 6, 4, 0, 1]), m, ip4(sender), Buffer.alloc(6), ip4(target),
-  ]);
-}
-const arpReplyFrom = (frames: Buffer[], ip4: string) => frames.find((f) => f.readUInt16BE(12) === 0x0806 && f.readUInt16BE(20) === 2 && [...f.subarray(28, 32)].join('.') === ip4);
-/** An ARP request for `target` from `sender`: the first thing a pod's ping to target sends. */
-const arpRequestFor = (frames: Buffer[], sender: string, target: string) =>
-  frames.find((f) => f.readUInt16BE(12) === 0x0806 && f.readUInt16BE(20) === 1 && [...f.subarray(28, 32)].join('.') === sender && [...f.subarray(38, 42)].join('.') === target);
-
 /** The router advertisement among frames (RFC 4861 4.2): its source MAC and router lifetime. */
 function routerAdvertisement(frames: Buffer[]): { srcMac: string; lifetime: number } | undefined {
   for (const f of frames) {
@@ -93,14 +80,6 @@ function routerAdvertisement(frames: Buffer[]): { srcMac: string; lifetime: numb
     }
   }
   return undefined;
-}
-
-async function framesAfter(peer: TapPeer, frame: Buffer | undefined, until: (frames: Buffer[]) => unknown, ms = 5000): Promise<Buffer[]> {
-  await peer.recv(100);
-  if (frame) peer.send(frame);
-  const got: Buffer[] = [];
-  for (const end = Date.now() + ms; Date.now() < end && !until(got);) got.push(...(await peer.recv(250)));
-  return got;
 }
 
 test.before(async () => {

@@ -171,7 +171,10 @@ test('bridge binding on a routed network: the host end answers ARP and NDP for t
   t.deepEqual(planProblems(plan.steps), []);
   const host = plan.interfaces[0].name;
   const hostSteps = inNetns(plan.steps, undefined);
-  t.true(hostSteps.some((s) => s.do.op === 'sysctl.set' && s.do.key === `net.ipv4.conf.${host}.proxy_arp` && s.do.value === '1'));
+  // The gateway's address itself, not proxy ARP: that answers only while the node has a route
+  // covering 169.254.1.1 (test/kernel/kubevirt-bridge-routed.test.ts has a node without one).
+  t.true(hostSteps.some((s) => s.do.op === 'addr.add' && s.do.link === host && s.do.address === '169.254.1.1/32' && s.do.scope === 'host'));
+  t.false(hostSteps.some((s) => s.do.op === 'sysctl.set' && s.do.key.includes('proxy_arp')));
   t.true(hostSteps.some((s) => s.do.op === 'sysctl.set' && s.do.key === `net.ipv6.conf.${host}.proxy_ndp`));
   t.true(hostSteps.some((s) => s.do.op === 'neigh.add' && s.do.link === host && s.do.address === 'fe80::1' && s.do.proxy === true));
   t.true(hostSteps.some((s) => s.do.op === 'route.add' && s.do.dst === '10.88.0.5/32'), 'host route to the guest IP stays');
