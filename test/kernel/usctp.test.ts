@@ -56,8 +56,10 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 /** agnhost connect's contract: exit code and stderr. */
-function connect(usctp: string, ns: string, port: number): { status: number | null; stderr: string } {
-  const r = spawnSync('ip', ['netns', 'exec', ns, usctp, 'connect', '--timeout=3s', '--protocol=sctp', `${SERVER_IP}:${port}`], { encoding: 'utf8' });
+function connect(usctp: string, ns: string, port: number, order: 'flags-first' | 'address-first' = 'flags-first'): { status: number | null; stderr: string } {
+  const flags = ['--timeout=3s', '--protocol=sctp'];
+  const address = `${SERVER_IP}:${port}`;
+  const r = spawnSync('ip', ['netns', 'exec', ns, usctp, 'connect', ...(order === 'flags-first' ? [...flags, address] : [address, ...flags])], { encoding: 'utf8' });
   return { status: r.status, stderr: r.stderr };
 }
 
@@ -95,6 +97,7 @@ test.serial('usctp (user-space SCTP stand-in; this kernel has none): agnhost con
   t.true(c.established >= 2, `the handshake's and data's packets are tracked as established SCTP (${c.established})`);
   t.is(c.invalid, 0, 'conntrack found no packet invalid (ports, tags, CRC32c)');
   t.deepEqual(connect(usctp, client, 9005), { status: 0, stderr: '' }, 'the other server\'s port connects too');
+  t.deepEqual(connect(usctp, client, 9003, 'address-first'), { status: 0, stderr: '' }, 'flags after the address, as the Kubernetes NetworkPolicy suite passes them');
 
   count = counters(server, true);
   t.deepEqual(connect(usctp, client, 9003), { status: 1, stderr: 'TIMEOUT\n' }, 'an nft drop on sctp dport: TIMEOUT, as the suite expects of a denied poke');

@@ -26,7 +26,22 @@ func connectMain(args []string) {
 	timeout := flags.Duration("timeout", 0, "Maximum time before returning an error")
 	protocol := flags.String("protocol", "tcp", "must be sctp here")
 	data := flags.String("sctp-data", "hostname", "The SCTP payload send to the server")
-	if err := flags.Parse(args); err != nil || flags.NArg() != 1 {
+	// Flags before and after the address, as agnhost's cobra takes them: the NetworkPolicy e2e
+	// suite runs `connect host:port --timeout=1s --protocol=sctp`, the network-policy-api suite
+	// `connect --timeout=3s --protocol=sctp host:port`.
+	var positional []string
+	for rest := args; ; {
+		if err := flags.Parse(rest); err != nil {
+			positional = nil
+			break
+		}
+		if flags.NArg() == 0 {
+			break
+		}
+		positional = append(positional, flags.Arg(0))
+		rest = flags.Args()[1:]
+	}
+	if len(positional) != 1 {
 		fmt.Fprintln(os.Stderr, "UNKNOWN: usage: connect [--timeout=D] --protocol=sctp host:port")
 		os.Exit(1)
 	}
@@ -34,7 +49,7 @@ func connectMain(args []string) {
 		fmt.Fprintf(os.Stderr, "UNKNOWN: usctp speaks only --protocol=sctp, not %q\n", *protocol)
 		os.Exit(1)
 	}
-	peer, port, err := resolve(flags.Arg(0))
+	peer, port, err := resolve(positional[0])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "DNS: %v\n", err)
 		os.Exit(1)
