@@ -12,6 +12,7 @@ import { parse } from 'yaml';
 import type { CnpConformance } from '../fixtures/cnp-conformance.js';
 import { waitCrdEstablished } from '../fixtures/crd.js';
 import { must } from '../fixtures/exec.js';
+import { minutes } from './run.js';
 
 export type Channel = 'standard' | 'experimental';
 export const CHANNELS: readonly Channel[] = ['standard', 'experimental'];
@@ -183,7 +184,6 @@ export function cnpMarkdown(runs: CnpRun[], header: string): string {
     const n = (state: CnpTest['state']) => ran.filter((t) => t.state === state).length;
     return { passed: n('passed'), failed: n('failed'), skipped: n('skipped') };
   };
-  const minutes = (s: number) => `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
   const rows = runs.flatMap((r) => [
     `| ${r.channel} CRD | standard | ${stat(counts(r, 'standard'))} | ${minutes(r.seconds)} |`,
     ...(r.channel === 'experimental' ? [`| ${r.channel} CRD | experimental | ${stat(counts(r, 'experimental'))} | |`] : []),

@@ -190,7 +190,11 @@ export async function runSuite(target: RunTarget, suite: Suite, dirs: { results:
   };
 }
 
-const minutes = (s: number) => `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+/** "2 min 5 s"; rounded to the second first, so 179.6 s is "3 min 0 s", never "2 min 60 s". */
+export function minutes(seconds: number): string {
+  const s = Math.round(seconds);
+  return `${Math.floor(s / 60)} min ${s % 60} s`;
+}
 
 /** The summary table (Markdown) of some suites' results, with each failure and skip named. */
 export function summaryMarkdown(results: SuiteResult[], header: string): string {
