@@ -40,6 +40,12 @@ const withCnp = names.includes('cnp');
  * the agnhost they run is the e2e one with its SCTP in user space (scripts/build-cnp-conformance.sh,
  * images/agnhost-e2e.tar: TCP and UDP still go to the unmodified agnhost). */
 const sctpStandIn = names.includes('netpol');
+/** What a report says of that stand-in. */
+const SCTP_STAND_IN = [
+  'SCTP: this kernel has none (CONFIG_IP_SCTP off), so the SCTP ends of the suite\'s pods (agnhost `connect --protocol=sctp`, porter\'s SERVE_SCTP_PORT_*) run in user space,',
+  'pion/sctp over raw IP sockets (scripts/network-policy-api/usctp, agnhost-image.sh); the SCTP packets on the wire and knit\'s nft rules that judge them are real, the endpoints',
+  'are not the kernel\'s. Every other agnhost command is the unmodified agnhost.',
+];
 const focus = arg('focus');
 if (focus?.includes('/')) throw new Error(`--focus ${JSON.stringify(focus.slice(0, 40))}: no "/" (the cnp suite passes it to go test's -test.run, where "/" separates levels)`);
 const existing = arg('kubeconfig');
@@ -111,8 +117,7 @@ try {
       '',
       `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run conformance -- --suite ${names.join(',')}${focus ? ` --focus '${focus}'` : ''}\`, knit ${commit}, Kubernetes ${server}, two nodes,`,
       `networkPolicy.clusterNetworkPolicies on; the suite's \`conformance.test\` built from the Go module proxy (scripts/build-cnp-conformance.sh); ${Math.round((Date.now() - cnpStarted) / 60000)} min.`,
-      'SCTP: this kernel has none (CONFIG_IP_SCTP off), so the SCTP endpoints of the suite\'s pods (agnhost connect and porter) run in user space, pion/sctp over raw IP sockets',
-      '(scripts/network-policy-api/usctp, agnhost-image.sh); the SCTP packets on the wire and knit\'s nft rules that judge them are real, the endpoints are not the kernel\'s.',
+      ...SCTP_STAND_IN,
       'The bar: kube-network-policies\' published report (conformance/reports/v0.2.0 of the module), 22 standard and 6 experimental passed.',
     ].join('\n');
     writeFileSync(path.join(resultsDir, 'cnp.md'), cnpMarkdown(cnpRuns, cnpHeader));
@@ -125,11 +130,7 @@ try {
     '',
     `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run conformance -- --suite ${names.join(',')}${focus ? ` --focus '${focus}'` : ''}\`, knit ${commit}, Kubernetes ${server}`,
     `(e2e.test and ginkgo of the same release), two nodes, kube-proxy nftables, CoreDNS; total ${Math.round((Date.now() - started) / 60000)} min with set-up.`,
-    ...(sctpStandIn ? [
-      'SCTP: this kernel has none (CONFIG_IP_SCTP off), so in this run the e2e agnhost\'s SCTP ends (`connect --protocol=sctp`, porter\'s SERVE_SCTP_PORT_*) run in user space,',
-      'pion/sctp over raw IP sockets (scripts/network-policy-api/usctp, agnhost-image.sh); the SCTP packets on the wire and knit\'s nft rules that judge them are real.',
-      'Every other agnhost command is the unmodified agnhost.',
-    ] : []),
+    ...(sctpStandIn ? SCTP_STAND_IN : []),
   ].join('\n');
   // A cnp-only run leaves the last e2e run's summary as it was.
   if (suites.length) writeFileSync(path.join(resultsDir, 'summary.md'), summaryMarkdown(results, header));
